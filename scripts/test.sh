@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite: vet, unit tests, then every fuzz target for a bounded count.
+# Needs ../shared/fixtures beside the checkout (see the README).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FUZZTIME="${FUZZTIME:-2000x}"
+
+echo "== go vet"
+go vet ./...
+go vet -tags xrt ./...
+
+echo "== go test"
+go test -count=1 -timeout 20m ./...
+
+echo "== fuzz ($FUZZTIME each)"
+for pkg in $(go list ./...); do
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+    echo "-- $pkg $target"
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tail -n 3
+  done
+done
+echo "== all tests passed"
