@@ -1,0 +1,316 @@
+package layout
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+
+	"golang.org/x/sys/unix"
+)
+
+// The .xdna container: a 64-byte header, blobs each on a BlobAlign boundary
+// from offset BlobAlign on, and the TOML manifest after the last blob.
+//
+//	off  size  field
+//	0    8     magic "XDNAPACK"
+//	8    4     container version (1), little endian
+//	12   4     header size (64)
+//	16   8     manifest offset
+//	24   8     manifest size
+//	32   4     manifest crc32c
+//	36   4     reserved (0)
+//	40   8     file size
+//	48   12    reserved (0)
+//	60   4     crc32c of bytes 0..60
+const (
+	Magic         = "XDNAPACK"
+	HeaderSize    = 64
+	BlobAlign     = 4096
+	containerVers = 1
+	maxManifest   = 256 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Checksum returns the crc32c of b, the checksum of every blob.
+func Checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// Writer writes an .xdna file blob by blob to a temporary file beside the
+// destination, and renames it into place on Commit. Nothing is left behind
+// unless Commit succeeds.
+type Writer struct {
+	path string
+	tmp  *os.File
+	off  int64
+	err  error
+}
+
+// Create starts writing the .xdna file path.
+func Create(path string) (*Writer, error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{path: path, tmp: tmp, off: BlobAlign}
+	return w, nil
+}
+
+// AddBlob appends b at the next BlobAlign boundary and returns where it went.
+func (w *Writer) AddBlob(b []byte) (BlobRef, error) {
+	if w.err != nil {
+		return BlobRef{}, w.err
+	}
+	ref := BlobRef{Offset: w.off, Size: int64(len(b)), CRC32C: Checksum(b)}
+	if _, err := w.tmp.WriteAt(b, w.off); err != nil {
+		w.err = err
+		return BlobRef{}, err
+	}
+	w.off = alignUp(w.off+int64(len(b)), BlobAlign)
+	return ref, nil
+}
+
+func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
+
+// Commit writes the manifest and the header, syncs, and renames the file
+// into place.
+func (w *Writer) Commit(m *Manifest) error {
+	if w.err != nil {
+		w.Abort()
+		return w.err
+	}
+	body, err := m.Marshal()
+	if err == nil {
+		err = m.Validate()
+	}
+	if err != nil {
+		w.Abort()
+		return fmt.Errorf("manifest: %w", err)
+	}
+	moff := w.off
+	var h [HeaderSize]byte
+	copy(h[:8], Magic)
+	binary.LittleEndian.PutUint32(h[8:], containerVers)
+	binary.LittleEndian.PutUint32(h[12:], HeaderSize)
+	binary.LittleEndian.PutUint64(h[16:], uint64(moff))
+	binary.LittleEndian.PutUint64(h[24:], uint64(len(body)))
+	binary.LittleEndian.PutUint32(h[32:], Checksum(body))
+	binary.LittleEndian.PutUint64(h[40:], uint64(moff)+uint64(len(body)))
+	binary.LittleEndian.PutUint32(h[60:], Checksum(h[:60]))
+	steps := []func() error{
+		func() error { _, err := w.tmp.WriteAt(body, moff); return err },
+		func() error { _, err := w.tmp.WriteAt(h[:], 0); return err },
+		func() error { return w.tmp.Truncate(moff + int64(len(body))) },
+		w.tmp.Sync,
+		w.tmp.Close,
+		func() error { return os.Rename(w.tmp.Name(), w.path) },
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	w.tmp = nil
+	return nil
+}
+
+// Abort removes the temporary file. It is safe to call after Commit.
+func (w *Writer) Abort() {
+	if w.tmp != nil {
+		w.tmp.Close()
+		os.Remove(w.tmp.Name())
+		w.tmp = nil
+	}
+}
+
+// File is an opened .xdna file: its manifest and its bytes (memory-mapped
+// when opened from a path).
+type File struct {
+	Name     string
+	Manifest *Manifest
+	data     []byte
+	unmap    func() error
+}
+
+// Open memory-maps and validates the .xdna file name (header, manifest,
+// every blob's offset and size; checksums with Verify). A zstd-compressed
+// file (the distribution form) is first expanded into memory.
+func Open(name string) (*File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory", name)
+	}
+	if st.Size() < HeaderSize {
+		return nil, &FormatError{File: name, Offset: 0, Msg: fmt.Sprintf("%d bytes is too short for an .xdna header", st.Size())}
+	}
+	var magic [4]byte
+	if _, err := f.ReadAt(magic[:], 0); err != nil {
+		return nil, err
+	}
+	if IsZstd(magic[:]) {
+		data, err := decompressFile(f, name)
+		if err != nil {
+			return nil, err
+		}
+		xf, err := newFile(name, data)
+		return xf, err
+	}
+	if st.Size() > 1<<46 {
+		return nil, &FormatError{File: name, Offset: -1, Msg: "file too large"}
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("%s: mmap: %w", name, err)
+	}
+	xf, err := newFile(name, data)
+	if err != nil {
+		unix.Munmap(data)
+		return nil, err
+	}
+	xf.unmap = func() error { return unix.Munmap(data) }
+	return xf, nil
+}
+
+// NewReader reads a whole .xdna file of size bytes from r into memory.
+func NewReader(r io.ReaderAt, size int64) (*File, error) {
+	if size < HeaderSize || size > 1<<34 {
+		return nil, &FormatError{File: "<reader>", Offset: 0, Msg: fmt.Sprintf("size %d", size)}
+	}
+	data := make([]byte, size)
+	if _, err := r.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return newFile("<reader>", data)
+}
+
+func newFile(name string, data []byte) (*File, error) {
+	ferr := func(off int64, format string, a ...any) error {
+		return &FormatError{File: name, Offset: off, Msg: fmt.Sprintf(format, a...)}
+	}
+	size := int64(len(data))
+	if size < HeaderSize {
+		return nil, ferr(0, "%d bytes is too short for an .xdna header", size)
+	}
+	h := data[:HeaderSize]
+	if string(h[:8]) != Magic {
+		return nil, ferr(0, "not an .xdna file (magic %q)", h[:8])
+	}
+	if Checksum(h[:60]) != binary.LittleEndian.Uint32(h[60:]) {
+		return nil, ferr(60, "header checksum mismatch")
+	}
+	if v := binary.LittleEndian.Uint32(h[8:]); v != containerVers {
+		return nil, ferr(8, "container version %d, this program reads %d", v, containerVers)
+	}
+	moff := binary.LittleEndian.Uint64(h[16:])
+	msize := binary.LittleEndian.Uint64(h[24:])
+	fsize := binary.LittleEndian.Uint64(h[40:])
+	if fsize != uint64(size) {
+		return nil, ferr(40, "header says %d bytes, file has %d (truncated or appended to)", fsize, size)
+	}
+	if msize > maxManifest || moff < HeaderSize || moff > uint64(size) || msize > uint64(size)-moff {
+		return nil, ferr(16, "manifest at %d+%d lies outside the file", moff, msize)
+	}
+	body := data[moff : moff+msize]
+	if Checksum(body) != binary.LittleEndian.Uint32(h[32:]) {
+		return nil, ferr(int64(moff), "manifest checksum mismatch")
+	}
+	m, err := ParseManifest(body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	inFile := func(what string, r BlobRef) error {
+		if r.Offset < BlobAlign || r.Offset%BlobAlign != 0 || r.Size < 0 ||
+			r.Offset > int64(moff) || r.Size > int64(moff)-r.Offset {
+			return &FormatError{File: name, Offset: r.Offset, Tensor: what, Msg: fmt.Sprintf("blob %d+%d lies outside the data area", r.Offset, r.Size)}
+		}
+		return nil
+	}
+	if m.Tokenizer.Size > 0 {
+		if err := inFile("tokenizer", m.Tokenizer); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range m.Tensors {
+		if err := inFile(t.Name, t.BlobRef); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range m.Slots {
+		if err := inFile("slot "+s.Name, s.BlobRef); err != nil {
+			return nil, err
+		}
+	}
+	return &File{Name: name, Manifest: m, data: data}, nil
+}
+
+// Close unmaps the file.
+func (f *File) Close() error {
+	if f.unmap != nil {
+		u := f.unmap
+		f.unmap = nil
+		f.data = nil
+		return u()
+	}
+	return nil
+}
+
+// Bytes returns the blob r; it was bounds-checked at open.
+func (f *File) Bytes(r BlobRef) []byte { return f.data[r.Offset : r.Offset+r.Size : r.Offset+r.Size] }
+
+// Tensor returns the manifest entry and blob of the tensor named name.
+func (f *File) Tensor(name string) (*TensorEntry, []byte, bool) {
+	t := f.Manifest.Tensor(name)
+	if t == nil {
+		return nil, nil, false
+	}
+	return t, f.Bytes(t.BlobRef), true
+}
+
+// Verify checks the crc32c of every blob and returns one error per bad blob,
+// each naming the tensor. A page fault on a file truncated under us is
+// returned as an error too.
+func (f *File) Verify() (errs []error) {
+	check := func(what string, r BlobRef) {
+		if err := f.checkBlob(what, r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if f.Manifest.Tokenizer.Size > 0 {
+		check("tokenizer", f.Manifest.Tokenizer)
+	}
+	for _, t := range f.Manifest.Tensors {
+		check(t.Name, t.BlobRef)
+	}
+	for _, s := range f.Manifest.Slots {
+		check("slot "+s.Name, s.BlobRef)
+	}
+	return errs
+}
+
+func (f *File) checkBlob(what string, r BlobRef) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if p := recover(); p != nil {
+			err = &FormatError{File: f.Name, Offset: r.Offset, Tensor: what, Msg: fmt.Sprintf("reading blob: %v", p)}
+		}
+	}()
+	if got := Checksum(f.Bytes(r)); got != r.CRC32C {
+		return &FormatError{File: f.Name, Offset: r.Offset, Tensor: what, Msg: fmt.Sprintf("checksum %08x, manifest says %08x: blob is corrupted", got, r.CRC32C)}
+	}
+	return nil
+}

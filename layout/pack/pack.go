@@ -1,0 +1,369 @@
+// Package pack turns a GGUF file into an .xdna file: validate (layout), plan
+// (kernelsel), repack (planar), write (layout). It holds no format knowledge
+// of its own; it is the pipeline between those packages.
+package pack
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/xdna-go/xdna/kernelsel"
+	"github.com/xdna-go/xdna/layout"
+	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/runtime/tokenizer"
+	"github.com/xdna-go/xdna/xclbin"
+)
+
+// Version names the packer in every manifest it writes.
+const Version = "xdnapack 0.1.0"
+
+// Options configures one pack.
+type Options struct {
+	Input   string             // GGUF path
+	Output  string             // .xdna path
+	Target  string             // xdna1 or xdna2
+	Catalog *kernelsel.Catalog // slot catalog
+	CPUMaxN int                // matrices with N <= CPUMaxN run on the CPU
+	NoFuse  bool               // keep Q,K,V and gate,up as separate matrices
+	// Progress, if set, is called after each tensor with bytes done and total.
+	Progress func(done, total int64, name string)
+}
+
+// Entry is one planned tensor: the manifest entry and where its bytes come from.
+type Entry struct {
+	layout.TensorEntry
+	parts []*layout.Tensor // source tensors, in row order
+	geom  planar.Geometry
+}
+
+// Plan is the result of planning: entries in canonical order.
+type Plan struct {
+	Params  layout.Params
+	Entries []*Entry
+	Slots   []*kernelsel.Slot // slots the plan uses, by name
+	Notes   []string          // what the plan could not do (missing xclbins, ...)
+}
+
+// fusions lists the matrices fused when they read the same input.
+var fusions = []struct {
+	name  string
+	parts []string
+}{
+	{"attn_qkv.weight", []string{"attn_q.weight", "attn_k.weight", "attn_v.weight"}},
+	{"ffn_gate_up.weight", []string{"ffn_gate.weight", "ffn_up.weight"}},
+}
+
+// MakePlan decides, for every tensor of g, its packed format, K-tile, device
+// and slot, and the fusion groups. It reads no tensor data.
+func MakePlan(g *layout.GGUF, opt *Options) (*Plan, error) {
+	params, err := layout.ParamsFromGGUF(g)
+	if err != nil {
+		return nil, err
+	}
+	tgt, err := opt.Catalog.Target(opt.Target)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Params: params}
+	used := map[string]bool{}
+	fused := map[string]bool{}
+	if !opt.NoFuse {
+		for li := 0; li < 1<<16; li++ {
+			prefix := fmt.Sprintf("blk.%d.", li)
+			any := false
+			for _, fu := range fusions {
+				var parts []*layout.Tensor
+				for _, pn := range fu.parts {
+					if t, ok := g.Tensor(prefix + pn); ok {
+						parts = append(parts, t)
+						any = true
+					}
+				}
+				if len(parts) != len(fu.parts) || !fusable(parts) {
+					continue
+				}
+				n := 0
+				e := &Entry{parts: parts}
+				for _, t := range parts {
+					n += t.Dims[1]
+					e.Parts = append(e.Parts, layout.Part{Name: t.Name, Shape: []int{t.Dims[0], t.Dims[1]}})
+					fused[t.Name] = true
+				}
+				e.Name = prefix + fu.name
+				e.Shape = []int{parts[0].Dims[0], n}
+				e.Type = parts[0].Type.String()
+				p.Entries = append(p.Entries, e)
+			}
+			if !any {
+				if _, ok := g.Tensor(prefix + "attn_norm.weight"); !ok {
+					break
+				}
+			}
+		}
+	}
+	for i := range g.Tensors {
+		t := &g.Tensors[i]
+		if fused[t.Name] {
+			continue
+		}
+		e := &Entry{parts: []*layout.Tensor{t}}
+		e.Name = t.Name
+		e.Shape = append([]int(nil), t.Dims...)
+		e.Type = t.Type.String()
+		p.Entries = append(p.Entries, e)
+	}
+	_, tied := g.Tensor("output.weight")
+	tied = !tied
+	for _, e := range p.Entries {
+		typ := e.parts[0].Type
+		if len(e.Shape) == 1 {
+			e.Format = layout.FormatRaw
+			e.Device = "cpu"
+			e.Reason = "1-D tensor, stored as is"
+			e.Size = int64(typ.RowBytes(e.Shape[0]))
+			continue
+		}
+		if len(e.Shape) != 2 {
+			return nil, fmt.Errorf("%s: tensor %q: %d-D tensors are not supported", g.Path, e.Name, len(e.Shape))
+		}
+		f, err := planar.FormatOf(typ)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tensor %q: %w (supported: %s)", g.Path, e.Name, err, supportedList())
+		}
+		e.Format = f.Name
+		n, k := e.Shape[1], e.Shape[0]
+		if e.Name == "token_embd.weight" && !tied {
+			e.KTile = k
+			e.Device = "cpu"
+			e.Reason = "embedding lookup, not a matmul"
+		} else {
+			ch := opt.Catalog.Select(opt.Target, typ, n, k, opt.CPUMaxN)
+			e.KTile = ch.KTile
+			e.Reason = ch.Reason
+			e.Device = "cpu"
+			if ch.Slot != nil {
+				e.Device = "npu"
+				e.Slot = ch.Slot.Name
+				if !used[ch.Slot.Name] {
+					used[ch.Slot.Name] = true
+					p.Slots = append(p.Slots, ch.Slot)
+				}
+			}
+		}
+		e.geom = planar.Geometry{Type: typ, N: n, K: k, Columns: tgt.Columns, KTile: e.KTile}
+		if err := e.geom.Check(); err != nil {
+			return nil, fmt.Errorf("%s: tensor %q: %w", g.Path, e.Name, err)
+		}
+		e.Size = int64(e.geom.Size())
+	}
+	sort.Slice(p.Entries, func(i, j int) bool { return layout.TensorLess(p.Entries[i].Name, p.Entries[j].Name) })
+	sort.Slice(p.Slots, func(i, j int) bool { return p.Slots[i].Name < p.Slots[j].Name })
+	return p, nil
+}
+
+func fusable(ts []*layout.Tensor) bool {
+	for _, t := range ts {
+		if len(t.Dims) != 2 || t.Type != ts[0].Type || t.Dims[0] != ts[0].Dims[0] {
+			return false
+		}
+		if _, err := planar.FormatOf(t.Type); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func supportedList() string {
+	var s []string
+	for _, t := range planar.Supported() {
+		s = append(s, t.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+// Run packs opt.Input into opt.Output and returns the plan it followed.
+// On any error no output file is left behind.
+func Run(ctx context.Context, opt *Options) (*Plan, error) {
+	g, err := layout.OpenGGUF(opt.Input)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := MakePlan(g, opt)
+	if err != nil {
+		return nil, err
+	}
+	tgt, _ := opt.Catalog.Target(opt.Target)
+	src, err := os.Open(opt.Input)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+
+	w, err := layout.Create(opt.Output)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Abort()
+
+	m := &layout.Manifest{
+		Format:  "xdna",
+		Version: layout.ManifestVersion,
+		Creator: Version,
+		Source:  layout.Source{Name: filepath.Base(opt.Input)},
+		Package: layout.Package{Target: opt.Target, Columns: tgt.Columns, CatalogVersion: opt.Catalog.Version, CPUMaxN: opt.CPUMaxN},
+		Model:   plan.Params,
+	}
+	digest := sha256.New()
+	hashMetadata(digest, g)
+
+	if _, ok := g.Strings("tokenizer.ggml.tokens"); ok {
+		v, err := tokenizer.VocabFromGGUF(g)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tokenizer: %w", opt.Input, err)
+		}
+		b, err := v.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("%s: tokenizer: %w", opt.Input, err)
+		}
+		if m.Tokenizer, err = w.AddBlob(b); err != nil {
+			return nil, err
+		}
+	}
+
+	var total, done int64
+	for _, e := range plan.Entries {
+		total += e.Size
+	}
+	var srcBuf, dstBuf []byte
+	for _, e := range plan.Entries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, t := range e.parts {
+			n += int(t.Size)
+		}
+		srcBuf = grow(srcBuf, n)
+		off := 0
+		for _, t := range e.parts {
+			if err := g.ReadTensor(src, t, srcBuf[off:off+int(t.Size)]); err != nil {
+				return nil, err
+			}
+			hashTensor(digest, t, srcBuf[off:off+int(t.Size)])
+			off += int(t.Size)
+		}
+		out := srcBuf[:n]
+		if e.Format != layout.FormatRaw {
+			dstBuf = grow(dstBuf, int(e.Size))
+			out = dstBuf[:e.Size]
+			if err := planar.Pack(e.geom, srcBuf[:n], out); err != nil {
+				return nil, fmt.Errorf("%s: tensor %q: %w", opt.Input, e.Name, err)
+			}
+		}
+		ref, err := w.AddBlob(out)
+		if err != nil {
+			return nil, err
+		}
+		e.BlobRef = ref
+		m.Tensors = append(m.Tensors, e.TensorEntry)
+		done += e.Size
+		if opt.Progress != nil {
+			opt.Progress(done, total, e.Name)
+		}
+	}
+	m.Source.ContentSHA256 = hex.EncodeToString(digest.Sum(nil))
+
+	for _, s := range plan.Slots {
+		if s.XCLBIN == "" {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("slot %s: no xclbin file in the catalog; not embedded", s.Name))
+			continue
+		}
+		path := opt.Catalog.XCLBINPath(s)
+		data, err := os.ReadFile(path)
+		if os.IsNotExist(err) {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("slot %s: %s not present; not embedded (the runtime falls back to the CPU for it)", s.Name, path))
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("slot %s: %w", s.Name, err)
+		}
+		xf, err := xclbin.NewReader(bytesReaderAt(data), int64(len(data)))
+		if err != nil {
+			return nil, fmt.Errorf("slot %s: %s: %w", s.Name, path, err)
+		}
+		if err := checkKernel(xf, s.Kernel); err != nil {
+			return nil, fmt.Errorf("slot %s: %s: %w", s.Name, path, err)
+		}
+		ref, err := w.AddBlob(data)
+		if err != nil {
+			return nil, err
+		}
+		m.Slots = append(m.Slots, layout.SlotEntry{Name: s.Name, Kernel: s.Kernel, UUID: hex.EncodeToString(xf.UUID[:]), BlobRef: ref})
+	}
+	if err := w.Commit(m); err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+func checkKernel(f *xclbin.File, kernel string) error {
+	names, err := f.KernelNames()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n == kernel || strings.HasPrefix(n, kernel+":") {
+			if !f.HasAIEPartition() {
+				return fmt.Errorf("no AIE_PARTITION section")
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("kernel %q not in IP_LAYOUT (have %v)", kernel, names)
+}
+
+type bytesReaderAt []byte
+
+func (b bytesReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(len(b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// hashMetadata feeds the metadata to h in key order, so file order does not matter.
+func hashMetadata(h hash.Hash, g *layout.GGUF) {
+	kvs := append([]layout.KV(nil), g.KV...)
+	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
+	for _, kv := range kvs {
+		fmt.Fprintf(h, "%q=%T:%v\n", kv.Key, kv.Value, kv.Value)
+	}
+}
+
+func hashTensor(h hash.Hash, t *layout.Tensor, data []byte) {
+	fmt.Fprintf(h, "%q %s %v %d\n", t.Name, t.Type, t.Dims, len(data))
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(data)))
+	h.Write(n[:])
+	h.Write(data)
+}

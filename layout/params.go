@@ -1,0 +1,103 @@
+package layout
+
+import (
+	"fmt"
+	"math"
+)
+
+// Params holds the architecture and every hyperparameter the engine needs,
+// taken from the GGUF metadata ("{arch}.*" keys) at pack time.
+type Params struct {
+	Arch          string  `toml:"arch"`           // general.architecture: llama, qwen2, qwen3, ...
+	Name          string  `toml:"name"`           // general.name
+	ContextLength int     `toml:"context_length"` // training context
+	Embedding     int     `toml:"embedding"`      // d_model
+	Layers        int     `toml:"layers"`
+	FeedForward   int     `toml:"feed_forward"`
+	Heads         int     `toml:"heads"`
+	HeadsKV       int     `toml:"heads_kv"`
+	HeadDim       int     `toml:"head_dim"`       // attention.key_length, else Embedding/Heads
+	HeadDimV      int     `toml:"head_dim_v"`     // attention.value_length, else HeadDim
+	RMSEps        float64 `toml:"rms_eps"`        // attention.layer_norm_rms_epsilon
+	RopeDim       int     `toml:"rope_dim"`       // rope.dimension_count, else HeadDim
+	RopeBase      float64 `toml:"rope_base"`      // rope.freq_base, default 10000
+	RopeScaling   string  `toml:"rope_scaling"`   // rope.scaling.type: "", none, linear, yarn, llama3
+	RopeFactor    float64 `toml:"rope_factor"`    // rope.scaling.factor (0: none)
+	RopeOrigCtx   int     `toml:"rope_orig_ctx"`  // rope.scaling.original_context_length
+	RopeLowFreq   float64 `toml:"rope_low_freq"`  // llama3: rope.scaling.low_freq_factor
+	RopeHighFreq  float64 `toml:"rope_high_freq"` // llama3: rope.scaling.high_freq_factor
+	VocabSize     int     `toml:"vocab_size"`
+}
+
+// ParamsFromGGUF reads the hyperparameters of g. Only the architecture is
+// required here; the engine decides which architectures it runs.
+func ParamsFromGGUF(g *GGUF) (Params, error) {
+	var p Params
+	arch, ok := g.String("general.architecture")
+	if !ok || arch == "" {
+		return p, &FormatError{File: g.Path, Offset: -1, Msg: "no general.architecture"}
+	}
+	p.Arch = arch
+	p.Name, _ = g.String("general.name")
+	u := func(key string) int {
+		v, ok := g.Uint(arch + "." + key)
+		if !ok || v > math.MaxInt32 {
+			return 0
+		}
+		return int(v)
+	}
+	f := func(key string) float64 {
+		v, _ := g.Float(arch + "." + key)
+		return v
+	}
+	p.ContextLength = u("context_length")
+	p.Embedding = u("embedding_length")
+	p.Layers = u("block_count")
+	p.FeedForward = u("feed_forward_length")
+	p.Heads = u("attention.head_count")
+	p.HeadsKV = u("attention.head_count_kv")
+	if p.HeadsKV == 0 {
+		p.HeadsKV = p.Heads
+	}
+	p.HeadDim = u("attention.key_length")
+	if p.HeadDim == 0 && p.Heads > 0 {
+		p.HeadDim = p.Embedding / p.Heads
+	}
+	p.HeadDimV = u("attention.value_length")
+	if p.HeadDimV == 0 {
+		p.HeadDimV = p.HeadDim
+	}
+	p.RMSEps = f("attention.layer_norm_rms_epsilon")
+	if p.RMSEps == 0 {
+		p.RMSEps = 1e-5
+	}
+	p.RopeDim = u("rope.dimension_count")
+	if p.RopeDim == 0 {
+		p.RopeDim = p.HeadDim
+	}
+	p.RopeBase = f("rope.freq_base")
+	if p.RopeBase == 0 {
+		p.RopeBase = 10000
+	}
+	p.RopeScaling, _ = g.String(arch + ".rope.scaling.type")
+	p.RopeFactor = f("rope.scaling.factor")
+	if p.RopeFactor == 0 {
+		p.RopeFactor = f("rope.scale_linear")
+		if p.RopeFactor != 0 && p.RopeScaling == "" {
+			p.RopeScaling = "linear"
+		}
+	}
+	p.RopeOrigCtx = u("rope.scaling.original_context_length")
+	p.RopeLowFreq = f("rope.scaling.low_freq_factor")
+	p.RopeHighFreq = f("rope.scaling.high_freq_factor")
+	p.VocabSize = u("vocab_size")
+	if p.VocabSize == 0 {
+		if toks, ok := g.Strings("tokenizer.ggml.tokens"); ok {
+			p.VocabSize = len(toks)
+		}
+	}
+	if p.Embedding < 0 || p.Layers > 1<<16 || p.Heads > 1<<16 {
+		return p, &FormatError{File: g.Path, Offset: -1, Msg: fmt.Sprintf("implausible hyperparameters %+v", p)}
+	}
+	return p, nil
+}

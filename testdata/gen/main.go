@@ -1,0 +1,54 @@
+// Command gen writes a random-weight GGUF model for tests and benchmarks.
+//
+//	go run ./testdata/gen -o /tmp/big.gguf -shape qwen05b -type Q4_0
+//	go run ./testdata/gen -o /tmp/huge.gguf -shape qwen05b -layers 48   # > 1 GiB
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/xdna-go/xdna/layout/gguftest"
+	"github.com/xdna-go/xdna/planar"
+)
+
+func main() {
+	out := flag.String("o", "", "output GGUF file (required)")
+	shape := flag.String("shape", "qwen05b", "base shape: qwen05b (24 x 896 x 4864, 14/2 heads, vocab 32000) or tiny")
+	typ := flag.String("type", "Q4_0", "weight type: Q4_0, Q8_0, F16, F32")
+	layers := flag.Int("layers", 0, "override the layer count")
+	seed := flag.Uint64("seed", 1, "random seed")
+	flag.Parse()
+	if *out == "" {
+		fmt.Fprintln(os.Stderr, "gen: -o is required")
+		os.Exit(2)
+	}
+	s := gguftest.Qwen05B
+	switch *shape {
+	case "qwen05b":
+	case "tiny":
+		s = gguftest.Tiny
+	default:
+		fmt.Fprintf(os.Stderr, "gen: -shape %q: want qwen05b or tiny\n", *shape)
+		os.Exit(2)
+	}
+	t, err := planar.ParseType(*typ)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gen: -type:", err)
+		os.Exit(2)
+	}
+	s.Type = t
+	s.Seed = *seed
+	if *layers > 0 {
+		s.Layers = *layers
+	}
+	start := time.Now()
+	if err := gguftest.WriteModel(*out, s); err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+	st, _ := os.Stat(*out)
+	fmt.Fprintf(os.Stderr, "wrote %s: %d bytes in %.1fs\n", *out, st.Size(), time.Since(start).Seconds())
+}
