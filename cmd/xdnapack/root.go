@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/xdna-go/xdna/kernelsel"
+	"github.com/xdna-go/xdna/layout"
+	"github.com/xdna-go/xdna/layout/pack"
+)
+
+func newRootCmd() *cobra.Command {
+	opts := &packOptions{}
+	cmd := &cobra.Command{
+		Use:   "xdnapack MODEL.gguf [-o OUT.xdna]",
+		Short: "Pack a GGUF model into an .xdna file for AMD Ryzen AI NPUs",
+		Long: `xdnapack repacks the quantised weights of a GGUF model exactly (bit for bit,
+no re-quantisation) into DMA-ordered planar blobs, picks a compiled NPU kernel
+slot for every matrix from the slot catalog (or the CPU, with the reason), fuses
+Q/K/V and gate/up matrices, and writes one reproducible .xdna file.`,
+		Example: `  xdnapack model.gguf -o model.xdna
+  xdnapack model.gguf -o model.xdna --target xdna1 --cpu-max-n 512
+  xdnapack verify model.xdna --against model.gguf
+  xdnapack inspect model.xdna --json
+  xdnapack compress model.xdna`,
+		Args:          cobra.ExactArgs(1),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.input = args[0]
+			opts.stdout, opts.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			return runPack(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.output, "output", "o", "", "output .xdna file (default: MODEL with the extension .xdna)")
+	f.StringVar(&opts.target, "target", "xdna2", "NPU generation: xdna1 (Phoenix, Hawk Point) or xdna2 (Strix, Strix Halo, Krackan)")
+	f.StringVar(&opts.catalog, "catalog", "", "kernel slot catalog (TOML; default: the built-in manifest.toml)")
+	f.IntVar(&opts.cpuMaxN, "cpu-max-n", 256, "matrices with at most this many output rows run on the CPU")
+	f.BoolVar(&opts.noFuse, "no-fuse", false, "do not fuse Q/K/V and gate/up matrices")
+	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress and no plan table")
+	cmd.AddCommand(newVerifyCmd(), newInspectCmd(), newCompressCmd())
+	return cmd
+}
+
+type packOptions struct {
+	input, output, target, catalog string
+	cpuMaxN                        int
+	noFuse, quiet                  bool
+	stdout, stderr                 io.Writer
+}
+
+func loadCatalog(path string) (*kernelsel.Catalog, error) {
+	if path == "" {
+		return kernelsel.Default(), nil
+	}
+	return kernelsel.Load(path)
+}
+
+func runPack(ctx context.Context, o *packOptions) error {
+	if o.target != "xdna1" && o.target != "xdna2" {
+		return fmt.Errorf("--target %q: want xdna1 or xdna2", o.target)
+	}
+	if o.cpuMaxN < 0 {
+		return fmt.Errorf("--cpu-max-n %d: must be >= 0", o.cpuMaxN)
+	}
+	if o.output == "" {
+		o.output = strings.TrimSuffix(o.input, filepath.Ext(o.input)) + ".xdna"
+	}
+	if abs(o.output) == abs(o.input) {
+		return fmt.Errorf("-o %s: would overwrite the input", o.output)
+	}
+	cat, err := loadCatalog(o.catalog)
+	if err != nil {
+		return err
+	}
+	opt := &pack.Options{Input: o.input, Output: o.output, Target: o.target, Catalog: cat,
+		CPUMaxN: o.cpuMaxN, NoFuse: o.noFuse}
+	start := time.Now()
+	var bar *progress
+	if !o.quiet {
+		bar = newProgress(o.stderr, "packing")
+		opt.Progress = bar.update
+	}
+	plan, err := pack.Run(ctx, opt)
+	if bar != nil {
+		bar.done()
+	}
+	if err != nil {
+		return err
+	}
+	st, _ := os.Stat(o.output)
+	if !o.quiet {
+		printPlan(o.stdout, plan)
+		for _, n := range plan.Notes {
+			fmt.Fprintln(o.stderr, "note:", n)
+		}
+	}
+	fmt.Fprintf(o.stderr, "wrote %s (%s, target %s) in %.2fs\n", o.output, human(st.Size()), o.target, time.Since(start).Seconds())
+	return nil
+}
+
+func abs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
+
+func printPlan(w io.Writer, plan *pack.Plan) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TENSOR\tSHAPE\tTYPE\tPACKED\tK-TILE\tDEVICE\tSLOT / REASON\tBYTES")
+	var npu, cpu int64
+	for _, e := range plan.Entries {
+		where := e.Reason
+		if e.Slot != "" && !strings.HasPrefix(where, e.Slot) {
+			where = e.Slot + ": " + where
+		}
+		kt := "-"
+		if e.KTile > 0 {
+			kt = fmt.Sprint(e.KTile)
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%d\n", e.Name, e.Shape, e.Type, e.Format, kt, e.Device, where, e.Size)
+		if e.Device == "npu" {
+			npu += e.Size
+		} else {
+			cpu += e.Size
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d tensors: %s planned on the NPU, %s on the CPU\n", len(plan.Entries), human(npu), human(cpu))
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// progress draws a bar on a terminal, and a line every 10% elsewhere.
+type progress struct {
+	w     io.Writer
+	label string
+	tty   bool
+	last  int
+	start time.Time
+}
+
+func newProgress(w io.Writer, label string) *progress {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	return &progress{w: w, label: label, tty: tty, last: -1, start: time.Now()}
+}
+
+func (p *progress) update(done, total int64, name string) {
+	pct := 100
+	if total > 0 {
+		pct = int(done * 100 / total)
+	}
+	if p.tty {
+		const width = 30
+		fill := pct * width / 100
+		rate := float64(done) / (1 << 20) / max(time.Since(p.start).Seconds(), 1e-9)
+		if len(name) > 32 {
+			name = name[:32]
+		}
+		fmt.Fprintf(p.w, "\r%s [%s%s] %3d%% %7.1f MB/s %-32s", p.label, strings.Repeat("=", fill), strings.Repeat(" ", width-fill), pct, rate, name)
+		return
+	}
+	if pct/10 != p.last/10 || p.last < 0 {
+		fmt.Fprintf(p.w, "%s: %d%% (%s of %s)\n", p.label, pct, human(done), human(total))
+	}
+	p.last = pct
+}
+
+func (p *progress) done() {
+	if p.tty {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func newVerifyCmd() *cobra.Command {
+	var against string
+	cmd := &cobra.Command{
+		Use:   "verify FILE.xdna [--against MODEL.gguf]",
+		Short: "Check every checksum; with --against, unpack every tensor and compare it bit for bit",
+		Long: `verify checks the header, the manifest and the crc32c of every blob of an .xdna
+file (or its .xdna.zst distribution form). With --against it also unpacks every
+tensor and compares it byte for byte with the GGUF it came from; it exits 0 only
+if every tensor is exact.`,
+		Args:          cobra.ExactArgs(1),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVerify(cmd.OutOrStdout(), args[0], against)
+		},
+	}
+	cmd.Flags().StringVar(&against, "against", "", "GGUF file to compare every unpacked tensor with")
+	return cmd
+}
+
+func runVerify(w io.Writer, path, against string) error {
+	f, err := layout.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	errs := f.Verify()
+	for _, e := range errs {
+		fmt.Fprintln(w, "FAIL", e)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %d corrupted blob(s)", path, len(errs))
+	}
+	fmt.Fprintf(w, "%s: header, manifest and %d blob checksums OK\n", path, len(f.Manifest.Tensors)+len(f.Manifest.Slots)+btoi(f.Manifest.Tokenizer.Size > 0))
+	if against == "" {
+		return nil
+	}
+	exact, errs := pack.Against(f, against)
+	for _, e := range errs {
+		fmt.Fprintln(w, "FAIL", e)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %d mismatch(es) against %s", path, len(errs), against)
+	}
+	fmt.Fprintf(w, "%s: all %d tensors of %s unpack bit for bit\n", path, exact, against)
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func newInspectCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:           "inspect FILE.xdna [--json]",
+		Short:         "Print the manifest of an .xdna file: model, plan, tensors",
+		Args:          cobra.ExactArgs(1),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runInspect(cmd.OutOrStdout(), args[0], asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the manifest as JSON")
+	return cmd
+}
+
+func runInspect(w io.Writer, path string, asJSON bool) error {
+	f, err := layout.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	m := f.Manifest
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(m)
+	}
+	p := m.Model
+	fmt.Fprintf(w, "file:      %s\ncreator:   %s\nsource:    %s (content sha256 %s)\n", path, m.Creator, m.Source.Name, m.Source.ContentSHA256)
+	fmt.Fprintf(w, "target:    %s, %d columns, catalog %s, cpu-max-n %d\n", m.Package.Target, m.Package.Columns, m.Package.CatalogVersion, m.Package.CPUMaxN)
+	fmt.Fprintf(w, "model:     %s %q: %d layers, dim %d, ffn %d, heads %d/%d, head dim %d, vocab %d, ctx %d\n",
+		p.Arch, p.Name, p.Layers, p.Embedding, p.FeedForward, p.Heads, p.HeadsKV, p.HeadDim, p.VocabSize, p.ContextLength)
+	fmt.Fprintf(w, "tokenizer: %d bytes\n", m.Tokenizer.Size)
+	for _, s := range m.Slots {
+		fmt.Fprintf(w, "slot:      %s kernel %s uuid %s (%d bytes)\n", s.Name, s.Kernel, s.UUID, s.Size)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TENSOR\tSHAPE\tTYPE\tPACKED\tK-TILE\tDEVICE\tSLOT\tOFFSET\tBYTES\tCRC32C")
+	for _, t := range m.Tensors {
+		slot := t.Slot
+		if slot == "" {
+			slot = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%08x\n", t.Name, t.Shape, t.Type, t.Format, t.KTile, t.Device, slot, t.Offset, t.Size, t.CRC32C)
+	}
+	return tw.Flush()
+}
+
+func newCompressCmd() *cobra.Command {
+	var output string
+	var level int
+	cmd := &cobra.Command{
+		Use:           "compress FILE.xdna [-o FILE.xdna.zst]",
+		Short:         "Write the zstd distribution form of an .xdna file",
+		Args:          cobra.ExactArgs(1),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output == "" {
+				output = args[0] + ".zst"
+			}
+			lv, err := zstdLevel(level)
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			if err := layout.Compress(args[0], output, lv); err != nil {
+				return err
+			}
+			a, _ := os.Stat(args[0])
+			b, _ := os.Stat(output)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %s -> %s (%.1f%%) in %.2fs\n", output, human(a.Size()), human(b.Size()),
+				100*float64(b.Size())/float64(max(a.Size(), 1)), time.Since(start).Seconds())
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output file (default: FILE.xdna.zst)")
+	cmd.Flags().IntVar(&level, "level", 2, "zstd level: 1 fastest, 2 default, 3 better, 4 best")
+	return cmd
+}
+
+var errLevel = errors.New("--level: want 1, 2, 3 or 4")
