@@ -7,12 +7,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/layout/gguftest"
 	"github.com/xdna-go/xdna/layout/pack"
+	"github.com/xdna-go/xdna/xclbin"
 )
 
 const fixtures = "../../../shared/fixtures/models"
@@ -154,10 +156,87 @@ func BenchmarkPackThroughput(b *testing.B) {
 			f.Close()
 		}
 	})
+	// copy: read the file and write it to a new one with fsync, the I/O a
+	// pack does, without the repacking.
+	b.Run("copy", func(b *testing.B) {
+		b.SetBytes(st.Size())
+		for i := 0; i < b.N; i++ {
+			src, _ := os.Open(in)
+			dst, _ := os.Create(filepath.Join(dir, "copy.gguf"))
+			io.Copy(dst, src)
+			dst.Sync()
+			dst.Close()
+			src.Close()
+		}
+	})
 	b.Run("pack", func(b *testing.B) {
 		b.SetBytes(st.Size())
 		for i := 0; i < b.N; i++ {
 			packFile(b, in, filepath.Join(dir, "q05.xdna"), "xdna2")
 		}
 	})
+}
+
+// TestEmbedXCLBIN: slots whose xclbin is present are validated and embedded;
+// a broken one is an error naming the slot.
+func TestEmbedXCLBIN(t *testing.T) {
+	dir := t.TempDir()
+	base, err := os.ReadFile("../../manifest.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	catPath := filepath.Join(dir, "catalog.toml")
+	os.WriteFile(catPath, base, 0o644)
+	cat, err := kernelsel.Load(catPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(fixtures, "tiny-llama-q4_k_m.gguf")
+	g, _ := layout.OpenGGUF(model)
+	plan, err := pack.MakePlan(g, &pack.Options{Target: "xdna2", Catalog: cat, CPUMaxN: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Slots) == 0 {
+		t.Fatal("plan uses no slot")
+	}
+	for i, s := range plan.Slots {
+		p := cat.XCLBINPath(s)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		x := xclbin.NewNPU(s.Kernel, [16]byte{byte(i + 1)}, []byte("pdi"), 8)
+		b, err := x.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(p, b, 0o644)
+	}
+	out := filepath.Join(dir, "m.xdna")
+	if _, err := pack.Run(context.Background(), &pack.Options{Input: model, Output: out, Target: "xdna2", Catalog: cat, CPUMaxN: 256}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := layout.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Manifest.Slots) != len(plan.Slots) {
+		t.Errorf("%d slots embedded, plan uses %d", len(f.Manifest.Slots), len(plan.Slots))
+	}
+	for _, s := range f.Manifest.Slots {
+		x, err := xclbin.NewReader(bytes.NewReader(f.Bytes(s.BlobRef)), s.Size)
+		if err != nil || x.UUID == [16]byte{} {
+			t.Errorf("slot %s: %v", s.Name, err)
+		}
+	}
+	f.Close()
+	// Corrupt one xclbin: the pack fails naming the slot, and leaves nothing.
+	bad := cat.XCLBINPath(plan.Slots[0])
+	os.WriteFile(bad, []byte("xclbin2\x00 but not really"), 0o644)
+	os.Remove(out)
+	_, err = pack.Run(context.Background(), &pack.Options{Input: model, Output: out, Target: "xdna2", Catalog: cat, CPUMaxN: 256})
+	if err == nil || !strings.Contains(err.Error(), plan.Slots[0].Name) {
+		t.Fatalf("broken xclbin: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("output left behind")
+	}
 }
