@@ -146,7 +146,7 @@ func parseGuarded(path string) (gf *gguf.GGUFFile, err error) {
 		}
 	}()
 	// The parser completes shard names ("-00001-of-00002"); we read one file.
-	return gguf.ParseGGUFFile(path)
+	return gguf.ParseGGUFFile(path, gguf.UseMMap())
 }
 
 func fromParsed(path string, size int64, gf *gguf.GGUFFile) (*GGUF, error) {
@@ -176,13 +176,34 @@ func fromParsed(path string, size int64, gf *gguf.GGUFFile) (*GGUF, error) {
 		g.kvIndex[kv.Key] = len(g.KV)
 		g.KV = append(g.KV, KV{Key: kv.Key, Value: v})
 	}
+	// The parser trims whitespace off strings; take them from the file as written.
+	var skeys []string
+	for _, kv := range g.KV {
+		switch kv.Value.(type) {
+		case string, []string:
+			skeys = append(skeys, kv.Key)
+		}
+	}
+	if len(skeys) > 0 {
+		exact, err := readGGUFStrings(path, skeys...)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range skeys {
+			v, ok := exact[k]
+			if !ok {
+				return nil, ferr("", -1, "metadata %q not found on re-reading", k)
+			}
+			g.KV[g.kvIndex[k]].Value = v
+		}
+	}
 	if a, ok := g.Uint("general.alignment"); ok {
 		if a == 0 || a%8 != 0 || a > 1<<20 {
 			return nil, ferr("", -1, "general.alignment %d is not a multiple of 8 in (0, 1 MiB]", a)
 		}
 		g.Alignment = int64(a)
 	}
-	if g.DataOffset < 0 || g.DataOffset > size {
+	if g.DataOffset < 0 || g.DataOffset > size && len(gf.TensorInfos) > 0 {
 		return nil, ferr("", g.DataOffset, "tensor data starts past the end of the file (%d bytes)", size)
 	}
 	type span struct {
