@@ -1,0 +1,242 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xdna-go/xdna/runtime/engine"
+)
+
+func newPerplexityCmd() *cobra.Command {
+	var lo loadOptions
+	var file string
+	cmd := &cobra.Command{
+		Use:   "perplexity MODEL.xdna -f TEXT -c CTX",
+		Short: "Perplexity of a text, by llama-perplexity's method",
+		Long: `perplexity tokenises the text (with BOS), cuts it into chunks of CTX tokens,
+evaluates each chunk from an empty cache and scores the second half of each
+chunk, as llama.cpp's llama-perplexity does. The last line is "PPL = X".`,
+		Args:          cobra.ExactArgs(1),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" {
+				return fmt.Errorf("-f: a text file is required")
+			}
+			if !cmd.Flags().Changed("ctx-size") {
+				lo.ctx = 512
+			}
+			if lo.ctx < 4 {
+				return fmt.Errorf("-c %d: perplexity needs at least 4 tokens of context", lo.ctx)
+			}
+			text, err := os.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			l, err := load(args[0], lo)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			tokens := l.tok.Encode(string(text), true)
+			if len(tokens) < 2*lo.ctx {
+				return fmt.Errorf("%s: %d tokens, need at least 2*ctx = %d", file, len(tokens), 2*lo.ctx)
+			}
+			start := time.Now()
+			ppl, err := perplexity(l, tokens, lo.ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d chunks of %d tokens in %.2fs\n", len(tokens)/lo.ctx, lo.ctx, time.Since(start).Seconds())
+			fmt.Fprintf(cmd.OutOrStdout(), "PPL = %.4f\n", ppl)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "text file to score")
+	addLoadFlags(cmd, &lo)
+	return cmd
+}
+
+type benchOptions struct {
+	loadOptions
+	pp, tg, reps int
+	json         bool
+}
+
+type benchResult struct {
+	Model        string  `json:"model"`
+	Device       string  `json:"device"`
+	Threads      int     `json:"threads"`
+	PromptTokens int     `json:"n_prompt"`
+	GenTokens    int     `json:"n_gen"`
+	Reps         int     `json:"reps"`
+	PPTokS       float64 `json:"pp_tok_s"`
+	TGTokS       float64 `json:"tg_tok_s"`
+	WeightBytes  int64   `json:"weight_bytes_per_token"`
+	WeightGBs    float64 `json:"weight_gb_s"`
+	StreamGBs    float64 `json:"stream_read_gb_s"`
+	BandwidthPct float64 `json:"bandwidth_pct"`
+}
+
+func newBenchCmd() *cobra.Command {
+	o := &benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "bench MODEL.xdna [-p 128] [-n 64] [-r 3] [-t 2] [--json]",
+		Short: "Prefill and decode speed, weight bandwidth, and the machine's read bandwidth",
+		Long: `bench times a prefill of -p tokens and a decode of -n tokens, -r times, and
+reports medians: tokens per second, the effective weight bandwidth of decode
+(bytes of weights read per token times tokens per second), and the machine's
+streaming-read bandwidth with the same threads, measured in the same run.`,
+		Args:          cobra.ExactArgs(1),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(args[0], o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVarP(&o.pp, "n-prompt", "p", 128, "prompt tokens to prefill")
+	f.IntVarP(&o.tg, "n-gen", "n", 64, "tokens to decode")
+	f.IntVarP(&o.reps, "repetitions", "r", 3, "repetitions (the median is reported)")
+	f.BoolVar(&o.json, "json", false, "print JSON")
+	addLoadFlags(cmd, &o.loadOptions)
+	return cmd
+}
+
+func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
+	if o.pp < 1 || o.tg < 1 || o.reps < 1 {
+		return fmt.Errorf("-p %d -n %d -r %d: each must be >= 1", o.pp, o.tg, o.reps)
+	}
+	if o.ctx == 0 {
+		o.ctx = o.pp + o.tg + 1
+	}
+	if o.pp+o.tg > o.ctx {
+		return fmt.Errorf("-p %d + -n %d exceeds the context -c %d", o.pp, o.tg, o.ctx)
+	}
+	l, err := load(path, o.loadOptions)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	m := l.file.Manifest
+	vocab := m.Model.VocabSize
+	r := rand.New(rand.NewPCG(1, 2))
+	prompt := make([]int32, o.pp)
+	for i := range prompt {
+		prompt[i] = int32(r.IntN(vocab))
+	}
+	st := l.model.NewState(o.ctx)
+	var pps, tgs []float64
+	for rep := 0; rep < o.reps; rep++ {
+		st.Reset()
+		t0 := time.Now()
+		if _, err := st.Prefill(prompt); err != nil {
+			return err
+		}
+		pps = append(pps, float64(o.pp)/time.Since(t0).Seconds())
+		st.Reset()
+		if _, err := st.Prefill(prompt[:1]); err != nil {
+			return err
+		}
+		t1 := time.Now()
+		for i := 0; i < o.tg; i++ {
+			if _, err := st.Decode(prompt[(i+1)%len(prompt)]); err != nil {
+				return err
+			}
+		}
+		tgs = append(tgs, float64(o.tg)/time.Since(t1).Seconds())
+		fmt.Fprintf(stderr, "rep %d: pp %.1f tok/s, tg %.1f tok/s\n", rep+1, pps[rep], tgs[rep])
+	}
+	res := benchResult{Model: m.Source.Name, Device: "cpu", Threads: o.threads, PromptTokens: o.pp, GenTokens: o.tg, Reps: o.reps,
+		PPTokS: median(pps), TGTokS: median(tgs), WeightBytes: decodeWeightBytes(l)}
+	res.WeightGBs = float64(res.WeightBytes) * res.TGTokS / 1e9
+	res.StreamGBs = streamRead(o.threads, 5)
+	res.BandwidthPct = 100 * res.WeightGBs / res.StreamGBs
+	if o.json {
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	fmt.Fprintf(stdout, "| model | device | threads | pp%d tok/s | tg%d tok/s | weights/token | weight GB/s | stream-read GB/s | %% of stream |\n", o.pp, o.tg)
+	fmt.Fprintf(stdout, "| %s | %s | %d | %.1f | %.1f | %.1f MB | %.2f | %.2f | %.0f%% |\n", res.Model, res.Device, res.Threads,
+		res.PPTokS, res.TGTokS, float64(res.WeightBytes)/1e6, res.WeightGBs, res.StreamGBs, res.BandwidthPct)
+	return nil
+}
+
+// decodeWeightBytes is the bytes of weights one decode step reads: every
+// matrix but the token embedding (of which it reads one row) unless tied.
+func decodeWeightBytes(l *loaded) int64 {
+	var n int64
+	_, _, tied := l.file.Tensor("output.weight")
+	tied = !tied
+	for _, t := range l.file.Manifest.Tensors {
+		if t.Name == "token_embd.weight" && !tied {
+			n += t.Size / int64(t.Shape[1])
+			continue
+		}
+		n += t.Size
+	}
+	return n
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+var sinkMu sync.Mutex
+var sink uint64
+
+// streamRead measures the machine's streaming-read bandwidth in GB/s: threads
+// goroutines each sum their share of a 512 MiB buffer; the median of reps passes.
+func streamRead(threads, reps int) float64 {
+	const size = 512 << 20
+	buf := make([]uint64, size/8)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	var gbs []float64
+	for rep := 0; rep < reps; rep++ {
+		var wg sync.WaitGroup
+		chunk := len(buf) / threads
+		t0 := time.Now()
+		for t := 0; t < threads; t++ {
+			wg.Add(1)
+			go func(part []uint64) {
+				defer wg.Done()
+				var a, b, c, d uint64
+				for i := 0; i+4 <= len(part); i += 4 {
+					a += part[i]
+					b += part[i+1]
+					c += part[i+2]
+					d += part[i+3]
+				}
+				sinkMu.Lock()
+				sink += a + b + c + d
+				sinkMu.Unlock()
+			}(buf[t*chunk : (t+1)*chunk])
+		}
+		wg.Wait()
+		gbs = append(gbs, float64(chunk*threads*int(unsafe.Sizeof(buf[0])))/time.Since(t0).Seconds()/1e9)
+	}
+	return median(gbs)
+}
+
+func perplexity(l *loaded, tokens []int32, ctx int, progress io.Writer) (float64, error) {
+	bos := int32(-1)
+	if l.tok.Vocab().AddBOS {
+		bos = l.tok.BOS()
+	}
+	return engine.PerplexityBOS(l.model, tokens, ctx, bos)
+}

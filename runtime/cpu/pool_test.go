@@ -1,0 +1,103 @@
+package cpu
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/xdna-go/xdna/planar"
+)
+
+type countTask struct {
+	hits    []atomic.Int32
+	threads int
+	bad     atomic.Bool
+}
+
+func (c *countTask) Run(w, lo, hi int) {
+	if w < 0 || w >= c.threads {
+		c.bad.Store(true)
+	}
+	for i := lo; i < hi; i++ {
+		c.hits[i].Add(1)
+	}
+}
+
+// TestPoolFor checks that For covers [0, n) exactly once, for many n and
+// grains, and allocates nothing.
+func TestPoolFor(t *testing.T) {
+	for _, threads := range []int{1, 2, 5} {
+		p := NewPool(threads)
+		for _, n := range []int{0, 1, 2, 7, 64, 1000, 4097} {
+			for _, grain := range []int{0, 1, 3, 100, 10000} {
+				c := &countTask{hits: make([]atomic.Int32, n), threads: threads}
+				p.For(n, grain, c)
+				if c.bad.Load() {
+					t.Fatalf("threads %d: worker index out of range", threads)
+				}
+				for i := range c.hits {
+					if h := c.hits[i].Load(); h != 1 {
+						t.Fatalf("threads %d n %d grain %d: index %d run %d times", threads, n, grain, i, h)
+					}
+				}
+			}
+		}
+		c := &countTask{hits: make([]atomic.Int32, 1000), threads: threads}
+		before := runtime.NumGoroutine()
+		for i := 0; i < 200; i++ {
+			p.For(1000, 10, c)
+		}
+		if after := runtime.NumGoroutine(); after != before {
+			t.Errorf("threads %d: %d goroutines before 200 calls, %d after", threads, before, after)
+		}
+		if a := testing.AllocsPerRun(50, func() { p.For(1000, 10, c) }); a != 0 {
+			t.Errorf("threads %d: For allocates %v per call", threads, a)
+		}
+		p.Close()
+		p.Close() // idempotent
+	}
+	var nilPool *Pool
+	c := &countTask{hits: make([]atomic.Int32, 10), threads: 1}
+	nilPool.For(10, 1, c)
+	if c.hits[9].Load() != 1 || nilPool.Threads() != 1 {
+		t.Fatal("nil pool")
+	}
+}
+
+// TestPoolConcurrentCallers runs MatVec from several goroutines on one pool:
+// calls are serialised and each gets its own correct result.
+func TestPoolConcurrentCallers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	g := planar.Geometry{Type: planar.Q8_0, N: 300, K: 256, Columns: 4, KTile: 128}
+	m := pack(t, g, randomGGUF(rng, g.Type, g.N, g.K))
+	p := NewPool(2)
+	defer p.Close()
+	const callers = 4
+	xs := make([][]float32, callers)
+	want := make([][]float32, callers)
+	for i := range xs {
+		xs[i] = randomX(rng, g.K)
+		want[i] = make([]float32, g.N)
+		MatVec(m, xs[i], want[i], nil)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			y := make([]float32, g.N)
+			for r := 0; r < 50; r++ {
+				MatVec(m, xs[i], y, p)
+				for n := range y {
+					if y[n] != want[i][n] {
+						t.Errorf("caller %d round %d row %d: %v, want %v", i, r, n, y[n], want[i][n])
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

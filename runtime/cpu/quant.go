@@ -1,0 +1,195 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/xdna-go/xdna/planar"
+)
+
+// Activation quantisation, as llama.cpp's CPU backend does it before every
+// quantised matrix product (ggml-cpu type_traits_cpu[t].vec_dot_type):
+//
+//   - Q4_0, Q5_0, Q8_0 weights: activations as Q8_0, per block of 32:
+//     d = amax/127 stored as f16, q = round-half-even(x * 127/amax). This is the
+//     AVX2 quantize_row_q8_0 of ggml-cpu/arch/x86/quants.c (the scalar
+//     reference uses roundf; the two differ only on exact ties).
+//   - Q4_K, Q5_K, Q6_K weights: activations as Q8_K, per block of 256:
+//     iscale = -127/max (max: the element of largest magnitude, with its
+//     sign), q = min(127, nearest_int(iscale*x)), d = 1/iscale (f32), and the
+//     sums of q per 16 (bsums) for the mins (quantize_row_q8_K_ref).
+//   - F16 and BF16 weights: activations rounded to f16 / bf16.
+//   - F32 weights: activations as they are.
+//
+// Upstream: ggml-org/llama.cpp, ggml/src/ggml-quants.c
+// (quantize_row_q8_K_ref, nearest_int), ggml/src/ggml-cpu/arch/x86/quants.c
+// (quantize_row_q8_0) and ggml/src/ggml-cpu/ggml-cpu.c (type_traits_cpu).
+// The engine's golden tests reproduce llama.cpp's logits to ~1e-5 with
+// these rules, which is the check that they are the ones llama.cpp runs.
+
+// scratch holds the activations of one call, quantised for one weight format.
+type scratch struct {
+	q []int8    // [B][K] codes
+	d []float32 // [B][K/32] (Q8_0) or [B][K/256] (Q8_K) scales
+	s []int32   // [B][K/32] block sums (Q8_0) or [B][K/16] bsums (Q8_K)
+	f []float32 // [B][K] rounded floats (F16, BF16)
+	p []int64   // [ceil(B/3)][K] codes of token triples packed by pack3
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// actKind is the activation format a weight type pairs with.
+type actKind int
+
+const (
+	actF32 actKind = iota
+	actF16
+	actBF16
+	actQ8_0
+	actQ8_K
+)
+
+func kindOf(t planar.Type) actKind {
+	switch t {
+	case planar.Q4_0, planar.Q5_0, planar.Q8_0:
+		return actQ8_0
+	case planar.Q4_K, planar.Q5_K, planar.Q6_K:
+		return actQ8_K
+	case planar.F16:
+		return actF16
+	case planar.BF16:
+		return actBF16
+	}
+	return actF32
+}
+
+// prepare quantises the b rows of x ([b][k]) for weights of type t.
+func (s *scratch) prepare(t planar.Type, x []float32, b, k int) {
+	switch kindOf(t) {
+	case actQ8_0:
+		s.q = grow(s.q, b*k)
+		s.d = grow(s.d, b*k/32)
+		s.s = grow(s.s, b*k/32)
+		for i := 0; i < b*k/32; i++ {
+			quantQ8_0(x[32*i:32*i+32], s.q[32*i:32*i+32], &s.d[i], &s.s[i])
+		}
+	case actQ8_K:
+		s.q = grow(s.q, b*k)
+		s.d = grow(s.d, b*k/256)
+		s.s = grow(s.s, b*k/16)
+		for i := 0; i < b*k/256; i++ {
+			quantQ8_K(x[256*i:256*i+256], s.q[256*i:256*i+256], &s.d[i], s.s[16*i:16*i+16])
+		}
+	case actF16:
+		s.f = grow(s.f, b*k)
+		for i, v := range x[:b*k] {
+			s.f[i] = planar.F16ToF32(planar.F32ToF16(v))
+		}
+	case actBF16:
+		s.f = grow(s.f, b*k)
+		for i, v := range x[:b*k] {
+			s.f[i] = planar.BF16ToF32(f32ToBF16(v))
+		}
+	}
+}
+
+// pack3 packs the codes of the b tokens (s.q, [b][k]) by triples: element
+// k of triple g is q[3g][k] + q[3g+1][k]<<21 + q[3g+2][k]<<42, a missing
+// token counting as 0 (see split3).
+func (s *scratch) pack3(b, k int) {
+	n := (b + 2) / 3
+	s.p = grow(s.p, n*k)
+	for g := 0; g < n; g++ {
+		p := s.p[g*k : (g+1)*k]
+		q0 := s.q[3*g*k : (3*g+1)*k]
+		switch {
+		case 3*g+2 < b:
+			q1, q2 := s.q[(3*g+1)*k:(3*g+2)*k], s.q[(3*g+2)*k:(3*g+3)*k]
+			for i := range p {
+				p[i] = int64(q0[i]) + int64(q1[i])<<21 + int64(q2[i])<<42
+			}
+		case 3*g+1 < b:
+			q1 := s.q[(3*g+1)*k : (3*g+2)*k]
+			for i := range p {
+				p[i] = int64(q0[i]) + int64(q1[i])<<21
+			}
+		default:
+			for i := range p {
+				p[i] = int64(q0[i])
+			}
+		}
+	}
+}
+
+// nearestInt rounds f to the nearest integer, ties to even, for |f| < 2^22,
+// as ggml's nearest_int (the float adds 1.5*2^23 and reads the mantissa).
+func nearestInt(f float32) int32 {
+	v := f + 12582912
+	return int32(math.Float32bits(v)&0x007fffff) - 0x00400000
+}
+
+// quantQ8_0 quantises one block of 32 activations as Q8_0.
+func quantQ8_0(x []float32, q []int8, d *float32, sum *int32) {
+	x, q = x[:32], q[:32]
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, abs32(v))
+	}
+	*d = planar.F16ToF32(planar.F32ToF16(amax / 127))
+	var id float32
+	if amax != 0 {
+		id = 127 / amax
+	}
+	var s int32
+	for i, v := range x {
+		r := nearestInt(v * id)
+		q[i] = int8(r)
+		s += r
+	}
+	*sum = s
+}
+
+// quantQ8_K quantises one block of 256 activations as Q8_K.
+func quantQ8_K(x []float32, q []int8, d *float32, bsums []int32) {
+	x, q, bsums = x[:256], q[:256], bsums[:16]
+	var amax, vmax float32
+	for _, v := range x {
+		if a := abs32(v); a > amax {
+			amax, vmax = a, v
+		}
+	}
+	if amax == 0 {
+		*d = 0
+		clear(q)
+		clear(bsums)
+		return
+	}
+	iscale := -127 / vmax
+	for i, v := range x {
+		q[i] = int8(min(127, nearestInt(iscale*v)))
+	}
+	for j := range bsums {
+		var s int32
+		for _, v := range q[16*j : 16*j+16] {
+			s += int32(v)
+		}
+		bsums[j] = s
+	}
+	*d = 1 / iscale
+}
+
+func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
+
+// f32ToBF16 rounds f to bfloat16, ties to even, NaNs made quiet, as ggml's
+// ggml_compute_fp32_to_bf16.
+func f32ToBF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		return uint16(u>>16 | 64)
+	}
+	return uint16((u + (0x7fff + (u>>16)&1)) >> 16)
+}

@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"math"
+
+	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/runtime/cpu"
+)
+
+// The element-wise operations of the forward pass, each in ggml's float32
+// arithmetic (ggml-org/llama.cpp @ 0049e3cb202d8a8cebcfdbb137059e7e46627171,
+// ggml/src/ggml-cpu/ops.cpp: ggml_compute_forward_rms_norm_f32,
+// ggml_rope_cache_init, rope_yarn, soft_max; vec.h: ggml_silu_f32). Go has no float32 libm, so expf,
+// cosf, sinf and sqrtf are computed in float64 and rounded, which gives the
+// correctly rounded float32 result (sqrtf exactly so; glibc's expf, cosf and
+// sinf are within an ulp of it).
+
+func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
+
+// rmsNorm writes y = x * 1/sqrt(mean(x^2) + eps) * w, as
+// ggml_compute_forward_rms_norm_f32 followed by the weight multiply: the
+// squares in float32 summed in float64, the mean narrowed to float32, then
+// scale = 1.0f/sqrtf(mean + eps).
+func rmsNorm(y, x, w []float32, eps float32) {
+	x = x[:len(w)]
+	y = y[:len(w)]
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	mean := float32(sum / float64(len(x)))
+	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+	for i, v := range x {
+		y[i] = v * scale * w[i]
+	}
+}
+
+// ropeCache fills cs with the cos/sin pairs of position pos for the
+// rotation pairs i < len(cs)/2, as ggml_rope_cache_init with ext_factor 0
+// and attn_factor 1: theta starts at pos and is multiplied by
+// thetaScale = base^(-2/n_dims) per pair (in float32, so the rounding
+// accumulates as ggml's does), divided by the pair's frequency factor and
+// multiplied by freqScale; cs[2i] = cosf(theta), cs[2i+1] = sinf(theta).
+func ropeCache(cs []float32, pos int, thetaScale, freqScale float32, factors []float32) {
+	theta := float32(pos)
+	for i := 0; i < len(cs)/2; i++ {
+		ff := float32(1)
+		if factors != nil {
+			ff = factors[i]
+		}
+		t := freqScale * (theta / ff)
+		cs[2*i] = float32(math.Cos(float64(t)))
+		cs[2*i+1] = float32(math.Sin(float64(t)))
+		theta *= thetaScale
+	}
+}
+
+// ropeNorm rotates adjacent pairs (x[2i], x[2i+1]) of one head (llama's
+// "normal" mode), for the pairs that cs covers.
+func ropeNorm(x, cs []float32) {
+	for i := 0; i < len(cs)/2; i++ {
+		c, s := cs[2*i], cs[2*i+1]
+		x0, x1 := x[2*i], x[2*i+1]
+		x[2*i] = x0*c - x1*s
+		x[2*i+1] = x0*s + x1*c
+	}
+}
+
+// ropeNeox rotates the pairs (x[i], x[i+n/2]) of one head, n = len(cs)
+// rotated dimensions (GPT-NeoX mode: qwen2, qwen3).
+func ropeNeox(x, cs []float32) {
+	h := len(cs) / 2
+	for i := 0; i < h; i++ {
+		c, s := cs[2*i], cs[2*i+1]
+		x0, x1 := x[i], x[i+h]
+		x[i] = x0*c - x1*s
+		x[i+h] = x0*s + x1*c
+	}
+}
+
+// softmax turns scores into probabilities in place, as ggml's soft_max:
+// subtract the max, expf, sum in float64, multiply by float32(1/sum).
+func softmax(x []float32) {
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := expf(v - mx)
+		x[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// silu returns x/(1+expf(-x)) (ggml_silu_f32).
+func silu(x float32) float32 { return x / (1 + expf(-x)) }
+
+// dot returns the float32 dot product of a and b (len(a) <= len(b)).
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		aa := (*[4]float32)(a[i:])
+		bb := (*[4]float32)(b[i:])
+		s0 += aa[0] * bb[0]
+		s1 += aa[1] * bb[1]
+		s2 += aa[2] * bb[2]
+		s3 += aa[3] * bb[3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy adds a*x to y (len(x) <= len(y)).
+func axpy(a float32, x, y []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += a * v
+	}
+}
+
+// add adds x to y element-wise.
+func add(y, x []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += x[i]
+	}
+}
+
+// roundF16 rounds x to the nearest binary16 value (as a float32).
+func roundF16(x float32) float32 { return cpu.F16ToF32(planar.F32ToF16(x)) }
+
+// toF16 stores x as binary16 values.
+func toF16(dst []uint16, x []float32) {
+	dst = dst[:len(x)]
+	for i, v := range x {
+		dst[i] = planar.F32ToF16(v)
+	}
+}
+
+// dotF16 returns the float32 dot product of a with the binary16 values b.
+func dotF16(a []float32, b []uint16) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		aa := (*[4]float32)(a[i:])
+		bb := (*[4]uint16)(b[i:])
+		s0 += aa[0] * cpu.F16ToF32(bb[0])
+		s1 += aa[1] * cpu.F16ToF32(bb[1])
+		s2 += aa[2] * cpu.F16ToF32(bb[2])
+		s3 += aa[3] * cpu.F16ToF32(bb[3])
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * cpu.F16ToF32(b[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpyF16 adds a*x to y, x binary16 values.
+func axpyF16(a float32, x []uint16, y []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += a * cpu.F16ToF32(v)
+	}
+}

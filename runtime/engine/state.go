@@ -1,0 +1,336 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/xdna-go/xdna/runtime/cpu"
+)
+
+// State is one sequence being run on a Model: its KV cache, its position
+// and every buffer the forward pass needs, allocated once by NewState.
+// A State is not safe for concurrent use.
+type State struct {
+	m     *Model
+	ctx   int // positions the cache holds
+	batch int // tokens per forward step
+	pos   int // tokens in the cache
+
+	kc   []float32 // [layer][ctx][kvDim] keys, roped (CacheF32)
+	vc   []float32 // [layer][ctx][vDim] values (CacheF32)
+	kc16 []uint16  // [layer][ctx][kvDim] keys as f16 (CacheF16)
+	vc16 []uint16  // [layer][ctx][vDim] values as f16 (CacheF16)
+
+	x      []float32 // [batch][dim] residual stream
+	xn     []float32 // [batch][dim] normed input of a block
+	tmp    []float32 // [batch][dim] block output
+	qkv    []float32 // [batch][qDim+kvDim+vDim] fused projection output
+	q      []float32 // [batch][qDim]
+	k      []float32 // [batch][kvDim]
+	v      []float32 // [batch][vDim]
+	ao     []float32 // [batch][Heads*HeadDimV] attention output
+	gu     []float32 // [batch][2*ffn] fused gate|up output
+	gate   []float32 // [batch][ffn], then silu(gate)*up
+	up     []float32 // [batch][ffn]
+	cs     []float32 // [batch][RopeDim] cos/sin per token
+	scores []float32 // [threads][ctx] attention scratch
+	qh     []float32 // [threads][HeadDim] query rounded to f16 (CacheF16)
+	logits []float32 // [vocab]
+
+	attn attnTask
+}
+
+// DefaultContext caps the context that NewState picks by itself (from the
+// model's training context, which can be 128 Ki tokens and a KV cache of
+// tens of GiB).
+const DefaultContext = 4096
+
+// NewState returns a fresh sequence with a KV cache of ctx positions
+// (ctx <= 0: Options.Context, else the model's training context capped at
+// DefaultContext).
+func (m *Model) NewState(ctx int) *State {
+	if ctx <= 0 {
+		ctx = m.opts.Context
+	}
+	if ctx <= 0 {
+		ctx = min(m.P.ContextLength, DefaultContext)
+	}
+	if ctx <= 0 {
+		ctx = DefaultContext
+	}
+	batch := m.opts.Batch
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	batch = min(batch, ctx)
+	p := m.P
+	ffn := p.FeedForward
+	s := &State{
+		m: m, ctx: ctx, batch: batch,
+		x:      make([]float32, batch*m.dim),
+		xn:     make([]float32, batch*m.dim),
+		tmp:    make([]float32, batch*m.dim),
+		qkv:    make([]float32, batch*(m.qDim+m.kvDim+m.vDim)),
+		q:      make([]float32, batch*m.qDim),
+		k:      make([]float32, batch*m.kvDim),
+		v:      make([]float32, batch*m.vDim),
+		ao:     make([]float32, batch*p.Heads*p.HeadDimV),
+		gu:     make([]float32, batch*2*ffn),
+		gate:   make([]float32, batch*ffn),
+		up:     make([]float32, batch*ffn),
+		cs:     make([]float32, batch*p.RopeDim),
+		scores: make([]float32, m.pool.Threads()*ctx),
+		logits: make([]float32, m.vocab),
+	}
+	if m.opts.Cache == CacheF16 {
+		s.kc16 = make([]uint16, p.Layers*ctx*m.kvDim)
+		s.vc16 = make([]uint16, p.Layers*ctx*m.vDim)
+		s.qh = make([]float32, m.pool.Threads()*p.HeadDim)
+	} else {
+		s.kc = make([]float32, p.Layers*ctx*m.kvDim)
+		s.vc = make([]float32, p.Layers*ctx*m.vDim)
+	}
+	s.attn.s = s
+	return s
+}
+
+// Pos returns the number of tokens in the cache: the position of the next
+// token.
+func (s *State) Pos() int { return s.pos }
+
+// Context returns the number of positions the cache holds.
+func (s *State) Context() int { return s.ctx }
+
+// Reset empties the cache; the next token is at position 0.
+func (s *State) Reset() { s.pos = 0 }
+
+// Prefill runs the prompt tokens from the current position, in batches of
+// Options.Batch tokens (matrix-matrix products, causal attention), and
+// returns the logits of the last token. The slice is the State's own and
+// is overwritten by the next call.
+func (s *State) Prefill(tokens []int32) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("empty prompt")
+	}
+	if err := s.check(tokens); err != nil {
+		return nil, err
+	}
+	for i := 0; i < len(tokens); i += s.batch {
+		b := tokens[i:min(i+s.batch, len(tokens))]
+		from, out := len(b), []float32(nil)
+		if i+len(b) == len(tokens) {
+			from, out = len(b)-1, s.logits
+		}
+		s.forward(b, from, out)
+	}
+	return s.logits, nil
+}
+
+// Decode runs one token at the current position and returns its logits
+// (the State's own slice, overwritten by the next call). It allocates
+// nothing.
+func (s *State) Decode(token int32) ([]float32, error) {
+	t := [1]int32{token}
+	if err := s.check(t[:]); err != nil {
+		return nil, err
+	}
+	s.forward(t[:], 0, s.logits)
+	return s.logits, nil
+}
+
+func (s *State) check(tokens []int32) error {
+	if s.pos+len(tokens) > s.ctx {
+		if s.pos == 0 {
+			return fmt.Errorf("prompt of %d tokens exceeds the context of %d", len(tokens), s.ctx)
+		}
+		return fmt.Errorf("%d tokens at position %d exceed the context of %d", len(tokens), s.pos, s.ctx)
+	}
+	for i, t := range tokens {
+		if t < 0 || int(t) >= s.m.vocab {
+			return fmt.Errorf("token %d (at %d) is outside the vocabulary of %d", t, i, s.m.vocab)
+		}
+	}
+	return nil
+}
+
+// forward runs tokens (at most s.batch, checked) at positions s.pos.. and
+// advances s.pos. The logits of tokens[from:] are written to logits, one
+// row of Vocab() per token.
+func (s *State) forward(tokens []int32, from int, logits []float32) {
+	m, p := s.m, s.m.P
+	b := len(tokens)
+	dim, qd, kvd, vd, ffn := m.dim, m.qDim, m.kvDim, m.vDim, p.FeedForward
+	pool := m.pool
+	x, xn, tmp := s.x[:b*dim], s.xn[:b*dim], s.tmp[:b*dim]
+	for i, t := range tokens {
+		cpu.EmbedRow(m.embd, int(t), x[i*dim:(i+1)*dim])
+	}
+	rd := p.RopeDim
+	for i := range tokens {
+		ropeCache(s.cs[i*rd:(i+1)*rd], s.pos+i, m.thetaScale, m.freqScale, m.ropeFactors)
+	}
+	hd := p.HeadDim
+	for li := range m.layers {
+		l := &m.layers[li]
+		for i := 0; i < b; i++ {
+			rmsNorm(xn[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], l.attnNorm, m.eps)
+		}
+		q, k, v := s.q[:b*qd], s.k[:b*kvd], s.v[:b*vd]
+		if l.qkv != nil {
+			w := qd + kvd + vd
+			out := s.qkv[:b*w]
+			matMat(l.qkv, xn, out, b, pool)
+			for i := 0; i < b; i++ {
+				r := out[i*w : (i+1)*w]
+				copy(q[i*qd:(i+1)*qd], r[:qd])
+				copy(k[i*kvd:(i+1)*kvd], r[qd:qd+kvd])
+				copy(v[i*vd:(i+1)*vd], r[qd+kvd:])
+			}
+		} else {
+			matMat(l.q, xn, q, b, pool)
+			matMat(l.k, xn, k, b, pool)
+			matMat(l.v, xn, v, b, pool)
+		}
+		for i := 0; i < b; i++ {
+			qi, ki, vi := q[i*qd:(i+1)*qd], k[i*kvd:(i+1)*kvd], v[i*vd:(i+1)*vd]
+			if l.bq != nil {
+				add(qi, l.bq)
+			}
+			if l.bk != nil {
+				add(ki, l.bk)
+			}
+			if l.bv != nil {
+				add(vi, l.bv)
+			}
+			cs := s.cs[i*rd : (i+1)*rd]
+			for h := 0; h < p.Heads; h++ {
+				qh := qi[h*hd : (h+1)*hd]
+				if l.qNorm != nil {
+					rmsNorm(qh, qh, l.qNorm, m.eps)
+				}
+				s.rope(qh, cs)
+			}
+			for h := 0; h < p.HeadsKV; h++ {
+				kh := ki[h*hd : (h+1)*hd]
+				if l.kNorm != nil {
+					rmsNorm(kh, kh, l.kNorm, m.eps)
+				}
+				s.rope(kh, cs)
+			}
+			pos := s.pos + i
+			if s.kc16 != nil {
+				toF16(s.kc16[(li*s.ctx+pos)*kvd:(li*s.ctx+pos+1)*kvd], ki)
+				toF16(s.vc16[(li*s.ctx+pos)*vd:(li*s.ctx+pos+1)*vd], vi)
+			} else {
+				copy(s.kc[(li*s.ctx+pos)*kvd:(li*s.ctx+pos+1)*kvd], ki)
+				copy(s.vc[(li*s.ctx+pos)*vd:(li*s.ctx+pos+1)*vd], vi)
+			}
+		}
+		s.attention(li, b)
+		matMat(l.wo, s.ao[:b*p.Heads*p.HeadDimV], tmp, b, pool)
+		add(x, tmp)
+
+		for i := 0; i < b; i++ {
+			rmsNorm(xn[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], l.ffnNorm, m.eps)
+		}
+		gate, up := s.gate[:b*ffn], s.up[:b*ffn]
+		gs, us, stride := gate, up, ffn // where gate and up rows are, and their stride
+		if l.gateUp != nil {
+			gs, us, stride = s.gu[:b*2*ffn], s.gu[ffn:b*2*ffn], 2*ffn
+			matMat(l.gateUp, xn, gs, b, pool)
+		} else {
+			matMat(l.gate, xn, gate, b, pool)
+			matMat(l.up, xn, up, b, pool)
+		}
+		for i := 0; i < b; i++ {
+			g, u, h := gs[i*stride:i*stride+ffn], us[i*stride:i*stride+ffn], gate[i*ffn:(i+1)*ffn]
+			for j := range h {
+				h[j] = silu(g[j]) * u[j]
+			}
+		}
+		matMat(l.down, gate, tmp, b, pool)
+		add(x, tmp)
+	}
+	s.pos += b
+	if from >= b {
+		return
+	}
+	n := b - from
+	for i := from; i < b; i++ {
+		rmsNorm(xn[(i-from)*dim:(i-from+1)*dim], x[i*dim:(i+1)*dim], m.outNorm, m.eps)
+	}
+	matMat(m.output, xn[:n*dim], logits[:n*m.vocab], n, pool)
+}
+
+func (s *State) rope(x, cs []float32) {
+	if s.m.mode == ropeNeoX {
+		ropeNeox(x, cs)
+	} else {
+		ropeNorm(x, cs)
+	}
+}
+
+// attention computes s.ao for the b tokens of the batch that starts at
+// s.pos, layer li: for each token and head, softmax(q.K^T * scale) over
+// positions 0..pos (causal), times V; a query head h reads KV head
+// h/(Heads/HeadsKV).
+func (s *State) attention(li, b int) {
+	a := &s.attn
+	a.layer, a.b = li, b
+	n := s.pos + b // positions of the last token
+	grain := max(1, (32<<10)/(n*s.m.P.HeadDim))
+	s.m.pool.For(b*s.m.P.Heads, grain, a)
+}
+
+// attnTask runs attention for (token, head) pairs.
+type attnTask struct {
+	s     *State
+	layer int
+	b     int
+}
+
+// Run computes pairs [lo, hi), pair = token*Heads + head.
+func (a *attnTask) Run(w, lo, hi int) {
+	s := a.s
+	m, p := s.m, s.m.P
+	hd, hdv := p.HeadDim, p.HeadDimV
+	kvd, vd, qd := m.kvDim, m.vDim, m.qDim
+	group := p.Heads / p.HeadsKV
+	for idx := lo; idx < hi; idx++ {
+		i, h := idx/p.Heads, idx%p.Heads
+		n := s.pos + i + 1
+		kh := h / group
+		q := s.q[i*qd+h*hd : i*qd+(h+1)*hd]
+		sc := s.scores[w*s.ctx : w*s.ctx+n]
+		out := s.ao[(i*p.Heads+h)*hdv : (i*p.Heads+h+1)*hdv]
+		clear(out)
+		if s.kc16 != nil {
+			kc := s.kc16[a.layer*s.ctx*kvd : (a.layer+1)*s.ctx*kvd]
+			vc := s.vc16[a.layer*s.ctx*vd : (a.layer+1)*s.ctx*vd]
+			qh := s.qh[w*hd : (w+1)*hd]
+			for j, v := range q {
+				qh[j] = roundF16(v)
+			}
+			for t := range sc {
+				sc[t] = dotF16(qh, kc[t*kvd+kh*hd:]) * m.kqScale
+			}
+			softmax(sc)
+			for t, pt := range sc {
+				axpyF16(roundF16(pt), vc[t*vd+kh*hdv:t*vd+(kh+1)*hdv], out)
+			}
+			continue
+		}
+		kc := s.kc[a.layer*s.ctx*kvd : (a.layer+1)*s.ctx*kvd]
+		vc := s.vc[a.layer*s.ctx*vd : (a.layer+1)*s.ctx*vd]
+		for t := range sc {
+			sc[t] = dot(q, kc[t*kvd+kh*hd:]) * m.kqScale
+		}
+		softmax(sc)
+		for t, pt := range sc {
+			axpy(pt, vc[t*vd+kh*hdv:t*vd+(kh+1)*hdv], out)
+		}
+	}
+}
+
+// matMat is the matrix product of the forward pass (a variable so that
+// tests can substitute the reference).
+var matMat = cpu.MatMat

@@ -1,0 +1,212 @@
+package npu
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xdna-go/xdna/kernelsel"
+	"github.com/xdna-go/xdna/layout"
+)
+
+// Prediction is the cost model's estimate of one decode token (one MatVec
+// per matrix) of a plan on a target.
+//
+// The device part is kernelsel's Target.Predict: Dispatches launches at
+// dispatch_us, NPUBytes streamed at weight_gbps, ContextSwitches at
+// context_switch_us (per column when the catalog says so). The host part
+// needs the host's memory bandwidth (cpuGBs, 1e9 bytes/s; 0 leaves it
+// out): the CPU matmuls read CPUBytes, and the NPU's weights are copied
+// from the mapped file into the staging ring (Stage), which the Backend
+// overlaps with the device (double buffering, prefetch of the next call).
+// So:
+//
+//	Total = CPU + Switch + max(Dispatch + Stream, Stage)
+//
+// Everything else (attention, norms, sampling) is outside the model.
+type Prediction struct {
+	Target          string
+	RingSize        int // staging buffer size the dispatch counts assume
+	NPUMatrices     int
+	CPUMatrices     int
+	Dispatches      int   // kernel launches per token
+	NPUBytes        int64 // weight bytes streamed by the NPU per token
+	CPUBytes        int64 // weight bytes read by the CPU matmuls per token
+	ContextSwitches int   // per token, counting the wrap to the next token
+
+	Dispatch time.Duration // Dispatches launches
+	Stream   time.Duration // NPUBytes at the target's weight bandwidth
+	Switch   time.Duration // ContextSwitches
+	Stage    time.Duration // host copy of NPUBytes into the ring at cpuGBs
+	CPU      time.Duration // CPUBytes at cpuGBs
+	Total    time.Duration
+
+	Tensors []TensorCost // per matmul, in execution order
+}
+
+// TensorCost is one matrix's share of a Prediction.
+type TensorCost struct {
+	Name       string
+	Device     string // "npu" or "cpu"
+	Slot       string
+	Bytes      int64
+	Dispatches int
+	Time       time.Duration // device time (launches + stream) or CPU time
+}
+
+// MsPerToken returns Total in milliseconds.
+func (p *Prediction) MsPerToken() float64 { return float64(p.Total) / 1e6 }
+
+// TokensPerSecond returns 1/Total (0 if Total is 0).
+func (p *Prediction) TokensPerSecond() float64 {
+	if p.Total <= 0 {
+		return 0
+	}
+	return 1e9 / float64(p.Total)
+}
+
+// Predict returns the cost model's time per decode token for the matmuls
+// of entries (a manifest's tensors, in any order) on target t, with the
+// host reading memory at cpuGBs (1e9 bytes/s; 0 for unknown) and the
+// default staging ring.
+func Predict(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float64) Prediction {
+	return PredictRing(entries, t, cpuGBs, DefaultRingSize)
+}
+
+// PredictRing is Predict with staging buffers of ringSize bytes.
+//
+// The matmuls are the packed 2-D entries, except token_embd.weight when an
+// output.weight exists (then it is only an embedding lookup). An NPU entry
+// costs the dispatches the Backend makes for one token (Dispatches); an
+// entry whose matrix cannot be staged (ErrTooLarge) counts as CPU.
+// Context switches are counted along the execution order (ExecOrder):
+// each NPU matmul whose slot differs from the previous NPU matmul's,
+// including the wrap from the last of one token to the first of the next.
+func PredictRing(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float64, ringSize int) Prediction {
+	p := Prediction{Target: t.Name, RingSize: ringSize}
+	hasOutput := false
+	for i := range entries {
+		if entries[i].Name == "output.weight" {
+			hasOutput = true
+		}
+	}
+	cpuTime := func(b int64) time.Duration {
+		if !(cpuGBs > 0) {
+			return 0
+		}
+		return time.Duration(math.Round(float64(b) / cpuGBs))
+	}
+	var slots []string
+	for _, e := range ExecOrder(entries) {
+		if e.Format == layout.FormatRaw || len(e.Shape) != 2 || e.Name == "token_embd.weight" && hasOutput {
+			continue
+		}
+		tc := TensorCost{Name: e.Name, Device: "cpu", Bytes: e.Size}
+		if e.Device == "npu" {
+			if g, err := e.Geometry(t.Columns); err == nil {
+				if n, err := Dispatches(g, 1, ringSize, 0); err == nil {
+					tc.Device, tc.Slot, tc.Dispatches = "npu", e.Slot, n
+				}
+			}
+		}
+		if tc.Device == "npu" {
+			p.NPUMatrices++
+			p.Dispatches += tc.Dispatches
+			p.NPUBytes += tc.Bytes
+			tc.Time = t.Predict(tc.Dispatches, tc.Bytes, 0)
+			slots = append(slots, tc.Slot)
+		} else {
+			p.CPUMatrices++
+			p.CPUBytes += tc.Bytes
+			tc.Time = cpuTime(tc.Bytes)
+		}
+		p.Tensors = append(p.Tensors, tc)
+	}
+	for i := range slots {
+		if len(slots) > 1 && slots[i] != slots[(i+1)%len(slots)] {
+			p.ContextSwitches++
+		}
+	}
+	p.Dispatch = t.Predict(p.Dispatches, 0, 0)
+	p.Stream = t.Predict(0, p.NPUBytes, 0)
+	p.Switch = t.Predict(0, 0, p.ContextSwitches)
+	p.Stage = cpuTime(p.NPUBytes)
+	p.CPU = cpuTime(p.CPUBytes)
+	p.Total = p.CPU + p.Switch + max(p.Dispatch+p.Stream, p.Stage)
+	return p
+}
+
+// String is a short breakdown, one item per line.
+func (p *Prediction) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "predicted on %s: %.2f ms/token, %.1f tok/s\n", p.Target, p.MsPerToken(), p.TokensPerSecond())
+	fmt.Fprintf(&b, "  npu: %d matrices, %d dispatches (%v), %s streamed (%v), %d context switches (%v)\n",
+		p.NPUMatrices, p.Dispatches, p.Dispatch, mib(p.NPUBytes), p.Stream, p.ContextSwitches, p.Switch)
+	fmt.Fprintf(&b, "  host: %s staged into the ring (%v, overlapped), %d cpu matrices %s (%v)\n",
+		mib(p.NPUBytes), p.Stage, p.CPUMatrices, mib(p.CPUBytes), p.CPU)
+	return b.String()
+}
+
+// Against compares the prediction with what a Backend counted over tokens
+// decode tokens (one MatVec per matrix per token), one line per figure.
+func (p *Prediction) Against(s Stats, tokens int) string {
+	pt := s.PerToken(tokens)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-22s %12s %12s\n", "per token", "predicted", "counted")
+	fmt.Fprintf(&b, "%-22s %12d %12.1f\n", "dispatches", p.Dispatches, pt.Dispatches)
+	fmt.Fprintf(&b, "%-22s %12s %12s\n", "weights streamed", mib(p.NPUBytes), mib(int64(pt.StreamedBytes)))
+	fmt.Fprintf(&b, "%-22s %12d %12.1f\n", "context switches", p.ContextSwitches, pt.ContextSwitches)
+	fmt.Fprintf(&b, "%-22s %12s %12s\n", "staged into the ring", mib(p.NPUBytes), mib(int64(pt.WeightBytes)))
+	return b.String()
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// ExecOrder returns entries sorted in the order a Llama-family decode step
+// runs their matmuls: the embedding, then per layer (numerically) the
+// attention projections (q, k, v or the fused qkv), attn_output, the FFN
+// gate/up (or fused gate_up) and ffn_down, then the output head. Other
+// names keep their place by name within their layer.
+func ExecOrder(entries []layout.TensorEntry) []layout.TensorEntry {
+	s := slices.Clone(entries)
+	slices.SortStableFunc(s, func(a, b layout.TensorEntry) int {
+		la, ra := execKey(a.Name)
+		lb, rb := execKey(b.Name)
+		return cmp.Or(cmp.Compare(la, lb), cmp.Compare(ra, rb), cmp.Compare(a.Name, b.Name))
+	})
+	return s
+}
+
+// execKey returns a name's layer (-1 before the layers, MaxInt after) and
+// its rank inside the layer.
+func execKey(name string) (layer, rank int) {
+	rest, ok := strings.CutPrefix(name, "blk.")
+	if !ok {
+		if strings.HasPrefix(name, "output") {
+			return math.MaxInt, 0
+		}
+		return -1, 0
+	}
+	num, role, _ := strings.Cut(rest, ".")
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return -1, 0
+	}
+	ranks := []struct {
+		prefix string
+		rank   int
+	}{
+		{"attn_norm", 0}, {"attn_qkv", 1}, {"attn_q", 1}, {"attn_k", 1}, {"attn_v", 1},
+		{"attn_output", 2}, {"ffn_norm", 3}, {"ffn_gate", 4}, {"ffn_up", 4}, {"ffn_down", 5},
+	}
+	for _, r := range ranks {
+		if strings.HasPrefix(role, r.prefix) {
+			return n, r.rank
+		}
+	}
+	return n, 6
+}

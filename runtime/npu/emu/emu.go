@@ -1,0 +1,553 @@
+// Package emu is an emulated NPU: an npu.Device that executes, over the
+// exact bytes staged into its buffer objects, what the AIE GEMV kernel
+// computes (kernel.go), so that the whole host path of package npu (ring,
+// planner, descriptors, fallback) runs and is tested without hardware.
+//
+// It is honest in the ways a real device is strict:
+//
+//   - Every buffer has a host view (Map) and a device view. The kernel reads
+//     and writes only device views; Sync copies between the two. A missing
+//     sync gives stale data, as it would on the non-coherent NPU.
+//   - Syncing a buffer that an unfinished run uses is refused (ErrBusy).
+//   - The instruction descriptor is validated strictly (npu.ParseDesc)
+//     against the device's columns and the sizes of the run's buffers; a
+//     bad one ends the run in state ERROR with the reason.
+//   - Runs execute in submission order on one device queue; a run on
+//     another hardware context than the one before counts a context switch.
+//   - Contexts are limited (6 on XDNA1, 16 on XDNA2), as are commands in
+//     flight per context (4) and the instruction heap (64 MiB).
+//
+// Faults can be injected: InjectFault makes the k-th run hang (its Wait
+// times out) or finish in state ERROR.
+package emu
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/xclbin"
+)
+
+// Config describes the emulated device.
+type Config struct {
+	Name        string // default "emu"
+	Columns     int    // AIE columns a context may use (default 4)
+	MaxContexts int    // hardware contexts (default 6)
+	MaxInFlight int    // commands in flight per context (default 4)
+}
+
+// XDNA1 is a Phoenix / Hawk Point NPU: 4 usable columns, 6 contexts.
+func XDNA1() Config { return Config{Name: "emu-xdna1", Columns: 4, MaxContexts: 6, MaxInFlight: 4} }
+
+// XDNA2 is a Strix NPU: 8 columns, 16 contexts.
+func XDNA2() Config { return Config{Name: "emu-xdna2", Columns: 8, MaxContexts: 16, MaxInFlight: 4} }
+
+// ForTarget returns the configuration for a target name, "xdna1" or "xdna2".
+func ForTarget(target string) (Config, error) {
+	switch target {
+	case "xdna1":
+		return XDNA1(), nil
+	case "xdna2":
+		return XDNA2(), nil
+	}
+	return Config{}, fmt.Errorf("emu: unknown target %q (want xdna1 or xdna2)", target)
+}
+
+// instrHeap is the device heap instruction buffers come from (AIE2_DEVM_SIZE).
+const instrHeap = 64 << 20
+
+// maxBO bounds one buffer object.
+const maxBO = 1 << 31
+
+// Fault is an injected failure of one run.
+type Fault uint8
+
+// The faults.
+const (
+	FaultNone    Fault = iota
+	FaultTimeout       // the run never finishes: Wait times out
+	FaultError         // the run finishes in state ERROR
+)
+
+// Counters is what the device saw.
+type Counters struct {
+	Dispatches      int64 // runs submitted
+	Completed       int64 // runs finished COMPLETED
+	Failed          int64 // runs finished in another state
+	ContextSwitches int64 // runs executed on another context than the run before
+	Syncs           int64
+	BytesToDevice   int64
+	BytesFromDevice int64
+	Contexts        int   // hardware contexts created
+	Allocated       int64 // bytes of live buffer objects
+	AllocatedPeak   int64 // high-water mark of Allocated
+}
+
+type bo struct {
+	kind  npu.BOKind
+	host  []byte // what Map returns
+	dev   []byte // what the kernel sees
+	users int    // unfinished runs using it
+}
+
+type hwctx struct {
+	id       npu.Kernel
+	name     string
+	uuid     [16]byte
+	columns  int
+	typ      planar.Type // 0 with anyType: any format
+	anyType  bool
+	kTile    int // 0: any
+	inflight int
+}
+
+type run struct {
+	id    npu.Run
+	seq   int64 // dispatch number, from 1
+	ctx   *hwctx
+	instr *bo
+	words int
+	data  []*bo
+	fault Fault
+	done  chan struct{}
+	state npu.State
+	msg   string
+}
+
+// Device is the emulated NPU. It is safe for concurrent use.
+type Device struct {
+	mu       sync.Mutex
+	cfg      Config
+	bos      map[npu.BO]*bo
+	nextBO   npu.BO
+	ctxs     []*hwctx
+	runs     map[npu.Run]*run
+	nextRun  npu.Run
+	queue    chan *run
+	closing  chan struct{}
+	worker   sync.WaitGroup
+	lastCtx  *hwctx
+	faults   map[int64]Fault
+	c        Counters
+	closed   bool
+	instrUse int
+}
+
+var _ npu.Device = (*Device)(nil)
+
+// New returns an emulated device with its execution queue running.
+func New(cfg Config) *Device {
+	if cfg.Name == "" {
+		cfg.Name = "emu"
+	}
+	if cfg.Columns <= 0 {
+		cfg.Columns = 4
+	}
+	if cfg.MaxContexts <= 0 {
+		cfg.MaxContexts = 6
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 4
+	}
+	d := &Device{
+		cfg: cfg, bos: map[npu.BO]*bo{}, runs: map[npu.Run]*run{}, faults: map[int64]Fault{},
+		queue:   make(chan *run, cfg.MaxContexts*cfg.MaxInFlight+1),
+		closing: make(chan struct{}),
+	}
+	d.worker.Add(1)
+	go d.work()
+	return d
+}
+
+// Info describes the device.
+func (d *Device) Info() npu.Info {
+	return npu.Info{Name: d.cfg.Name, Columns: d.cfg.Columns, MaxContexts: d.cfg.MaxContexts, MaxInFlight: d.cfg.MaxInFlight}
+}
+
+// Counters returns what the device has seen so far.
+func (d *Device) Counters() Counters {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.c
+}
+
+// InjectFault makes the dispatch-th run (counting from 1 over the device's
+// life) fail with f: FaultTimeout hangs it, and every run queued behind it,
+// until Close; FaultError finishes it in state ERROR.
+func (d *Device) InjectFault(dispatch int64, f Fault) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.faults[dispatch] = f
+}
+
+// LoadKernel parses the xclbin, finds the kernel and its AIE partition, and
+// creates a hardware context for it, or returns the context already made
+// for the same UUID and kernel. An xclbin made by XCLBin restricts the
+// context to its weight format and K-tile; any other NPU xclbin is taken to
+// implement the GEMV of whatever format its descriptors name.
+func (d *Device) LoadKernel(data []byte, name string) (npu.Kernel, error) {
+	f, err := xclbin.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return 0, fmt.Errorf("emu: load kernel %q: %w", name, err)
+	}
+	names, err := f.KernelNames()
+	if err != nil {
+		return 0, fmt.Errorf("emu: load kernel %q: %w", name, err)
+	}
+	if !slices.Contains(names, name) {
+		return 0, fmt.Errorf("emu: load kernel %q: xclbin %x has kernels %q", name, f.UUID, names)
+	}
+	part, err := f.Partition()
+	if err != nil {
+		return 0, fmt.Errorf("emu: load kernel %q: not an NPU xclbin: %w", name, err)
+	}
+	if part.ColumnWidth < 1 || int(part.ColumnWidth) > d.cfg.Columns {
+		return 0, fmt.Errorf("emu: load kernel %q: design is %d columns wide, device has %d", name, part.ColumnWidth, d.cfg.Columns)
+	}
+	c := &hwctx{name: name, uuid: f.UUID, columns: int(part.ColumnWidth), anyType: true}
+	for _, p := range part.PDIs {
+		if typ, kt, ok, err := parseMarker(p.Image); err != nil {
+			return 0, fmt.Errorf("emu: load kernel %q: %w", name, err)
+		} else if ok {
+			c.typ, c.kTile, c.anyType = typ, kt, false
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return 0, npu.ErrClosed
+	}
+	for _, x := range d.ctxs {
+		if x.uuid == c.uuid && x.name == name {
+			return x.id, nil
+		}
+	}
+	if len(d.ctxs) >= d.cfg.MaxContexts {
+		return 0, fmt.Errorf("emu: load kernel %q: %w (%d contexts)", name, npu.ErrContextLimit, d.cfg.MaxContexts)
+	}
+	c.id = npu.Kernel(len(d.ctxs) + 1)
+	d.ctxs = append(d.ctxs, c)
+	d.c.Contexts = len(d.ctxs)
+	return c.id, nil
+}
+
+// Alloc allocates a buffer object; instruction buffers come from a 64 MiB
+// device heap.
+func (d *Device) Alloc(kind npu.BOKind, size int) (npu.BO, error) {
+	if kind != npu.BOData && kind != npu.BOInstr {
+		return 0, fmt.Errorf("emu: alloc: %v", kind)
+	}
+	if size <= 0 || size > maxBO {
+		return 0, fmt.Errorf("emu: alloc: size %d outside [1, %d]", size, maxBO)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return 0, npu.ErrClosed
+	}
+	if kind == npu.BOInstr {
+		if d.instrUse+size > instrHeap {
+			return 0, fmt.Errorf("emu: alloc: instruction heap of %d bytes exhausted", instrHeap)
+		}
+		d.instrUse += size
+	}
+	d.nextBO++
+	d.bos[d.nextBO] = &bo{kind: kind, host: make([]byte, size), dev: make([]byte, size)}
+	d.c.Allocated += int64(size)
+	d.c.AllocatedPeak = max(d.c.AllocatedPeak, d.c.Allocated)
+	return d.nextBO, nil
+}
+
+func (d *Device) get(h npu.BO) (*bo, error) {
+	if d.closed {
+		return nil, npu.ErrClosed
+	}
+	b := d.bos[h]
+	if b == nil {
+		return nil, fmt.Errorf("emu: buffer %d: %w", h, npu.ErrHandle)
+	}
+	return b, nil
+}
+
+// Map returns the host view of the buffer.
+func (d *Device) Map(h npu.BO) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, err := d.get(h)
+	if err != nil {
+		return nil, err
+	}
+	return b.host, nil
+}
+
+// Sync copies bytes between the host and device views.
+func (d *Device) Sync(h npu.BO, dir npu.Direction, offset, size int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, err := d.get(h)
+	if err != nil {
+		return err
+	}
+	if offset < 0 || size < 0 || offset > len(b.host) || size > len(b.host)-offset {
+		return fmt.Errorf("emu: sync buffer %d: [%d, +%d) outside %d bytes", h, offset, size, len(b.host))
+	}
+	if b.users > 0 {
+		return fmt.Errorf("emu: sync buffer %d: %w", h, npu.ErrBusy)
+	}
+	switch dir {
+	case npu.ToDevice:
+		copy(b.dev[offset:offset+size], b.host[offset:offset+size])
+		d.c.BytesToDevice += int64(size)
+	case npu.FromDevice:
+		copy(b.host[offset:offset+size], b.dev[offset:offset+size])
+		d.c.BytesFromDevice += int64(size)
+	default:
+		return fmt.Errorf("emu: sync buffer %d: direction %d", h, dir)
+	}
+	d.c.Syncs++
+	return nil
+}
+
+// Free releases a buffer; a run still using it keeps its device view.
+func (d *Device) Free(h npu.BO) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, err := d.get(h)
+	if err != nil {
+		return err
+	}
+	delete(d.bos, h)
+	if b.kind == npu.BOInstr {
+		d.instrUse -= len(b.host)
+	}
+	d.c.Allocated -= int64(len(b.host))
+	return nil
+}
+
+// Run submits the GEMV kernel: opcode npu.OpcodeTxn, the instruction
+// buffer holding one descriptor of words words, and three data buffers:
+// bo0 the weight runs, bo1 the activations, bo2 the outputs.
+func (d *Device) Run(k npu.Kernel, opcode uint64, instr npu.BO, words int, data ...npu.BO) (npu.Run, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return 0, npu.ErrClosed
+	}
+	if k < 1 || int(k) > len(d.ctxs) {
+		return 0, fmt.Errorf("emu: run: kernel %d: %w", k, npu.ErrHandle)
+	}
+	c := d.ctxs[k-1]
+	if opcode != npu.OpcodeTxn {
+		return 0, fmt.Errorf("emu: run: opcode %d, the GEMV kernel runs transactions (%d)", opcode, npu.OpcodeTxn)
+	}
+	if len(data) != 3 {
+		return 0, fmt.Errorf("emu: run: %d data buffers, the GEMV kernel takes 3 (weights, activations, outputs)", len(data))
+	}
+	ib, err := d.get(instr)
+	if err != nil {
+		return 0, err
+	}
+	if ib.kind != npu.BOInstr {
+		return 0, fmt.Errorf("emu: run: buffer %d is a %v buffer, not instructions", instr, ib.kind)
+	}
+	if words <= 0 || words > len(ib.host)/4 {
+		return 0, fmt.Errorf("emu: run: %d instruction words in a buffer of %d bytes", words, len(ib.host))
+	}
+	r := &run{ctx: c, instr: ib, words: words, done: make(chan struct{})}
+	for i, h := range data {
+		b, err := d.get(h)
+		if err != nil {
+			return 0, err
+		}
+		if b.kind != npu.BOData {
+			return 0, fmt.Errorf("emu: run: bo%d (buffer %d) is a %v buffer", i, h, b.kind)
+		}
+		r.data = append(r.data, b)
+	}
+	if c.inflight >= d.cfg.MaxInFlight {
+		return 0, fmt.Errorf("emu: run: %w (%d on context %d)", npu.ErrInFlight, c.inflight, c.id)
+	}
+	c.inflight++
+	ib.users++
+	for _, b := range r.data {
+		b.users++
+	}
+	d.c.Dispatches++
+	r.seq = d.c.Dispatches
+	r.fault = d.faults[r.seq]
+	d.nextRun++
+	r.id = d.nextRun
+	d.runs[r.id] = r
+	d.queue <- r // never blocks: at most MaxContexts*MaxInFlight runs are unfinished
+	return r.id, nil
+}
+
+// Wait waits for the run; a finished run's handle is released.
+func (d *Device) Wait(h npu.Run, timeout time.Duration) error {
+	d.mu.Lock()
+	r := d.runs[h]
+	d.mu.Unlock()
+	if r == nil {
+		return fmt.Errorf("emu: wait: run %d: %w", h, npu.ErrHandle)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-r.done:
+	case <-t.C:
+		return fmt.Errorf("emu: run %d: %w", h, npu.ErrTimeout)
+	}
+	d.mu.Lock()
+	delete(d.runs, h)
+	d.mu.Unlock()
+	if r.state != npu.StateCompleted {
+		return &npu.RunError{Run: h, State: r.state, Msg: r.msg}
+	}
+	return nil
+}
+
+// Close stops the queue (abandoning hung runs) and frees everything.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	close(d.closing)
+	d.mu.Unlock()
+	d.worker.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clear(d.bos)
+	clear(d.runs)
+	d.c.Allocated = 0
+	return nil
+}
+
+// work executes the runs in submission order.
+func (d *Device) work() {
+	defer d.worker.Done()
+	for {
+		select {
+		case <-d.closing:
+			return
+		case r := <-d.queue:
+			switch r.fault {
+			case FaultTimeout:
+				<-d.closing // the device hangs: nothing behind this run executes
+				return
+			case FaultError:
+				d.finish(r, npu.StateError, fmt.Sprintf("injected fault at dispatch %d", r.seq))
+				continue
+			}
+			d.mu.Lock()
+			if d.lastCtx != nil && d.lastCtx != r.ctx {
+				d.c.ContextSwitches++
+			}
+			d.lastCtx = r.ctx
+			d.mu.Unlock()
+			if err := d.execute(r); err != nil {
+				d.finish(r, npu.StateError, err.Error())
+			} else {
+				d.finish(r, npu.StateCompleted, "")
+			}
+		}
+	}
+}
+
+func (d *Device) finish(r *run, s npu.State, msg string) {
+	d.mu.Lock()
+	r.state, r.msg = s, msg
+	r.ctx.inflight--
+	r.instr.users--
+	for _, b := range r.data {
+		b.users--
+	}
+	if s == npu.StateCompleted {
+		d.c.Completed++
+	} else {
+		d.c.Failed++
+	}
+	d.mu.Unlock()
+	close(r.done)
+}
+
+// execute validates the run's descriptor and runs the kernel over the
+// device views of its buffers. While a run is unfinished its buffers cannot
+// be synced or reused, so reading them without the lock is safe.
+func (d *Device) execute(r *run) error {
+	w, act, out := r.data[0].dev, r.data[1].dev, r.data[2].dev
+	desc, err := npu.ParseDesc(r.instr.dev, r.words, npu.Limits{
+		Columns: r.ctx.columns, WBytes: len(w), ActBytes: len(act), OutBytes: len(out),
+	})
+	if err != nil {
+		return err
+	}
+	if !r.ctx.anyType && (desc.Type != r.ctx.typ || desc.T != r.ctx.kTile) {
+		return fmt.Errorf("%w: %s tiles of %d, the kernel is a %s GEMV with tiles of %d",
+			npu.ErrDescriptor, desc.Type, desc.T, r.ctx.typ, r.ctx.kTile)
+	}
+	gemv(desc, w, act, out)
+	return nil
+}
+
+// markerPrefix starts the PDI image of the xclbins XCLBin makes.
+const markerPrefix = "xdna-emu gemv "
+
+// XCLBin returns an NPU xclbin for the emulator, shaped like mlir-aie's
+// (xclbin.NewNPU; kernel "MLIR_AIE"), whose PDI names the GEMV it stands
+// for: weights of type typ in K-tiles of kTile, on columns columns. The
+// same arguments give the same bytes (the UUID is derived from them).
+func XCLBin(typ planar.Type, kTile, columns int) ([]byte, error) {
+	f, err := planar.FormatOf(typ)
+	if err != nil {
+		return nil, err
+	}
+	if kTile <= 0 || kTile%f.Block != 0 {
+		return nil, fmt.Errorf("emu: k-tile %d for %s blocks of %d", kTile, typ, f.Block)
+	}
+	if columns < 1 || columns > npu.MaxColumns {
+		return nil, fmt.Errorf("emu: %d columns", columns)
+	}
+	pdi := fmt.Sprintf("%s%s k%d c%d\n", markerPrefix, f.Name, kTile, columns)
+	var uuid [16]byte
+	h := uint64(14695981039346656037) // FNV-1a, spread over the 16 bytes
+	for i := range uuid {
+		for _, c := range []byte(pdi) {
+			h = (h ^ uint64(c)) * 1099511628211
+		}
+		h ^= uint64(i)
+		uuid[i] = byte(h >> 32)
+	}
+	return xclbin.NewNPU(xclbin.NPUKernel, uuid, []byte(pdi), columns).Marshal()
+}
+
+// parseMarker reads the GEMV an XCLBin PDI names; ok is false for any
+// other PDI.
+func parseMarker(pdi []byte) (typ planar.Type, kTile int, ok bool, err error) {
+	s, found := strings.CutPrefix(string(pdi[:min(len(pdi), 128)]), markerPrefix)
+	if !found {
+		return 0, 0, false, nil
+	}
+	fields := strings.Fields(s)
+	if len(fields) < 2 || !strings.HasPrefix(fields[1], "k") {
+		return 0, 0, false, fmt.Errorf("emulator PDI %q: want \"%s<format> k<tile>\"", s, markerPrefix)
+	}
+	f, err := planar.FormatByName(fields[0])
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("emulator PDI: %w", err)
+	}
+	kt, err := strconv.Atoi(fields[1][1:])
+	if err != nil || kt <= 0 || kt%f.Block != 0 {
+		return 0, 0, false, fmt.Errorf("emulator PDI: k-tile %q", fields[1])
+	}
+	return f.Source, kt, true, nil
+}

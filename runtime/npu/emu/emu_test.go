@@ -1,0 +1,303 @@
+package emu
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdna-go/xdna/layout"
+	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/runtime/cpu"
+	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/xclbin"
+)
+
+// rig is one Q8_0 matrix staged by hand on an emulated device, without the
+// Backend: the tests below drive the Device directly.
+type rig struct {
+	d                   *Device
+	k                   npu.Kernel
+	g                   planar.Geometry
+	m                   *cpu.Matrix
+	x                   []float32
+	ins, w, act, out    npu.BO
+	desc                *npu.Desc
+	wHost, aHost, iHost []byte
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 1))
+	g := planar.Geometry{Type: planar.Q8_0, N: 10, K: 128, Columns: 2, KTile: 64}
+	src := make([]byte, g.SourceBytes())
+	for i := range src {
+		src[i] = byte(rng.Uint32())
+	}
+	for o := 0; o < len(src); o += 34 {
+		binary.LittleEndian.PutUint16(src[o:], planar.F32ToF16(0.01))
+	}
+	blob := make([]byte, g.Size())
+	if err := planar.Pack(g, src, blob); err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{d: New(XDNA1()), g: g, m: &cpu.Matrix{G: g, Blob: blob}}
+	t.Cleanup(func() { r.d.Close() })
+	x, err := XCLBin(planar.Q8_0, 64, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.k, err = r.d.LoadKernel(x, xclbin.NPUKernel); err != nil {
+		t.Fatal(err)
+	}
+	al := npu.ActLayoutOf(g.Type, g.K)
+	alloc := func(kind npu.BOKind, n int) (npu.BO, []byte) {
+		h, err := r.d.Alloc(kind, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := r.d.Map(h)
+		return h, m
+	}
+	r.ins, r.iHost = alloc(npu.BOInstr, 4096)
+	r.w, r.wHost = alloc(npu.BOData, g.Size())
+	r.act, r.aHost = alloc(npu.BOData, al.Stride)
+	r.out, _ = alloc(npu.BOData, 4*g.N)
+	copy(r.wHost, blob) // the whole blob is the chunk: groups back to back
+	r.x = make([]float32, g.K)
+	for i := range r.x {
+		r.x[i] = float32(rng.NormFloat64())
+	}
+	npu.PutActs(g.Type, r.x, 1, g.K, r.aHost)
+	r.desc = &npu.Desc{Type: g.Type, K: g.K, N: g.N, T: g.KTile, Tile0: 0, Tiles: g.Tiles(), Tokens: 1,
+		ActStride: al.Stride, OutStride: 4 * g.N}
+	for c := 0; c < g.Columns; c++ {
+		first, n := g.GroupRows(c)
+		off, _ := g.PlaneOffset(c, 0, 0)
+		r.desc.Cols = append(r.desc.Cols, npu.Column{Row0: first, Rows: n, WOff: off, WBytes: g.Tiles() * g.TileBytes(n)})
+	}
+	r.desc.Encode(r.iHost)
+	return r
+}
+
+func (r *rig) syncIn(t *testing.T) {
+	t.Helper()
+	for _, h := range []npu.BO{r.ins, r.w, r.act} {
+		if err := r.d.Sync(h, npu.ToDevice, 0, r.size(h)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (r *rig) size(h npu.BO) int { m, _ := r.d.Map(h); return len(m) }
+
+func (r *rig) run(t *testing.T) error {
+	t.Helper()
+	h, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.desc.Words(), r.w, r.act, r.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.d.Wait(h, time.Second)
+}
+
+func (r *rig) y(t *testing.T) []float32 {
+	t.Helper()
+	if err := r.d.Sync(r.out, npu.FromDevice, 0, 4*r.g.N); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := r.d.Map(r.out)
+	y := make([]float32, r.g.N)
+	for i := range y {
+		y[i] = math.Float32frombits(binary.LittleEndian.Uint32(m[4*i:]))
+	}
+	return y
+}
+
+// TestReadsOnlyStagedBytes: the kernel sees the device views only. Without
+// a sync it computes on zeros; after it, on the staged weights, equal to
+// cpu.MatVec; writes to the host view after the sync change nothing.
+func TestReadsOnlyStagedBytes(t *testing.T) {
+	r := newRig(t)
+	if err := r.d.Sync(r.ins, npu.ToDevice, 0, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.run(t); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range r.y(t) {
+		if v != 0 {
+			t.Fatalf("unsynced weights: y[%d] = %v, want 0", i, v)
+		}
+	}
+	r.syncIn(t)
+	clear(r.wHost) // after the sync: invisible to the device
+	if err := r.run(t); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, r.g.N)
+	cpu.MatVec(r.m, r.x, want, nil)
+	for i, v := range r.y(t) {
+		if v != want[i] {
+			t.Fatalf("y[%d] = %v, cpu.MatVec %v", i, v, want[i])
+		}
+	}
+}
+
+// TestRunChecks: bad runs are refused at submission or end in ERROR with
+// the reason; a descriptor for another format than the kernel's is refused.
+func TestRunChecks(t *testing.T) {
+	r := newRig(t)
+	r.syncIn(t)
+	if _, err := r.d.Run(r.k, 2, r.ins, r.desc.Words(), r.w, r.act, r.out); err == nil {
+		t.Error("opcode 2: no error")
+	}
+	if _, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.desc.Words(), r.w, r.act); err == nil {
+		t.Error("two data buffers: no error")
+	}
+	if _, err := r.d.Run(r.k, npu.OpcodeTxn, r.w, r.desc.Words(), r.w, r.act, r.out); err == nil {
+		t.Error("data buffer as instructions: no error")
+	}
+	if _, err := r.d.Run(9, npu.OpcodeTxn, r.ins, r.desc.Words(), r.w, r.act, r.out); !errors.Is(err, npu.ErrHandle) {
+		t.Errorf("bad kernel: %v", err)
+	}
+	// A descriptor naming Q4_0: the kernel is a Q8_0 GEMV.
+	d := *r.desc
+	d.Type = planar.Q4_0
+	d.Cols = nil
+	for c := 0; c < r.g.Columns; c++ {
+		first, n := r.g.GroupRows(c)
+		gg := npu.RunGeometry(planar.Q4_0, n, 64, 2)
+		off := 0
+		if c > 0 {
+			off = 2 * npu.RunGeometry(planar.Q4_0, 5, 64, 2).TileBytes(5)
+		}
+		d.Cols = append(d.Cols, npu.Column{Row0: first, Rows: n, WOff: off, WBytes: 2 * gg.TileBytes(n)})
+	}
+	d.ActStride = npu.ActLayoutOf(planar.Q4_0, d.K).Stride
+	d.Encode(r.iHost)
+	r.d.Sync(r.ins, npu.ToDevice, 0, 4096)
+	var re *npu.RunError
+	if err := r.run(t); !errors.As(err, &re) || re.State != npu.StateError || !strings.Contains(re.Msg, "Q8_0 GEMV") {
+		t.Errorf("wrong format: %v, want ERROR naming the kernel", err)
+	}
+	// A corrupt descriptor.
+	r.iHost[4*3] ^= 1
+	r.d.Sync(r.ins, npu.ToDevice, 0, 4096)
+	if err := r.run(t); !errors.As(err, &re) || !strings.Contains(re.Msg, "check word") {
+		t.Errorf("corrupt descriptor: %v, want ERROR with the check word", err)
+	}
+}
+
+// TestHangAndBusy: a hung run keeps its buffers busy, its Wait times out,
+// the in-flight limit holds, and Close returns.
+func TestHangAndBusy(t *testing.T) {
+	r := newRig(t)
+	r.syncIn(t)
+	r.d.InjectFault(1, FaultTimeout)
+	var runs []npu.Run
+	for i := 0; i < 4; i++ {
+		h, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.desc.Words(), r.w, r.act, r.out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, h)
+	}
+	if _, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.desc.Words(), r.w, r.act, r.out); !errors.Is(err, npu.ErrInFlight) {
+		t.Errorf("fifth run in flight: %v, want ErrInFlight", err)
+	}
+	if err := r.d.Wait(runs[0], 20*time.Millisecond); !errors.Is(err, npu.ErrTimeout) {
+		t.Errorf("hung run: %v, want ErrTimeout", err)
+	}
+	if err := r.d.Sync(r.w, npu.ToDevice, 0, 64); !errors.Is(err, npu.ErrBusy) {
+		t.Errorf("sync of a buffer a run uses: %v, want ErrBusy", err)
+	}
+	done := make(chan struct{})
+	go func() { r.d.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs behind a hung run")
+	}
+}
+
+// TestLoadKernel: bad xclbins, missing kernels, designs wider than the
+// device, dedupe by UUID, and the context limit.
+func TestLoadKernel(t *testing.T) {
+	d := New(Config{Columns: 4, MaxContexts: 2})
+	defer d.Close()
+	x4, _ := XCLBin(planar.Q4_0, 32, 4)
+	x8, _ := XCLBin(planar.Q4_0, 32, 8)
+	if _, err := d.LoadKernel([]byte("xclbin2\x00garbage"), "MLIR_AIE"); err == nil {
+		t.Error("garbage: no error")
+	}
+	if _, err := d.LoadKernel(x4, "OTHER"); err == nil {
+		t.Error("missing kernel: no error")
+	}
+	if _, err := d.LoadKernel(x8, "MLIR_AIE"); err == nil {
+		t.Error("8-column design on 4 columns: no error")
+	}
+	a, err := d.LoadKernel(x4, "MLIR_AIE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := d.LoadKernel(x4, "MLIR_AIE"); b != a {
+		t.Errorf("reload gave %v, want %v", b, a)
+	}
+	y, _ := XCLBin(planar.Q4_K, 256, 4)
+	z, _ := XCLBin(planar.Q6_K, 256, 4)
+	if _, err := d.LoadKernel(y, "MLIR_AIE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.LoadKernel(z, "MLIR_AIE"); !errors.Is(err, npu.ErrContextLimit) {
+		t.Errorf("third context of 2: %v", err)
+	}
+	if c := d.Counters(); c.Contexts != 2 {
+		t.Errorf("%d contexts", c.Contexts)
+	}
+	// An xclbin without the emulator's marker (a real mlir-aie one) is
+	// accepted for any format.
+	var uuid [16]byte
+	uuid[0] = 7
+	real, err := xclbin.NewNPU("MLIR_AIE", uuid, []byte("PDI bytes"), 4).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2 := New(XDNA1())
+	defer d2.Close()
+	if _, err := d2.LoadKernel(real, "MLIR_AIE"); err != nil {
+		t.Errorf("mlir-aie-shaped xclbin: %v", err)
+	}
+	if b, _ := XCLBin(planar.Q4_0, 32, 4); string(b) != string(x4) {
+		t.Error("XCLBin is not deterministic")
+	}
+}
+
+// TestStandIns fills the slots a package does not embed, keeps the others,
+// and refuses a slot whose tensors disagree on the format.
+func TestStandIns(t *testing.T) {
+	own, _ := XCLBin(planar.Q6_K, 256, 8)
+	tensors := []layout.TensorEntry{
+		{Name: "a", Type: "Q4_K", KTile: 256, Device: "npu", Slot: "q4k"},
+		{Name: "b", Type: "Q4_K", KTile: 256, Device: "npu", Slot: "q4k"},
+		{Name: "c", Type: "Q6_K", KTile: 256, Device: "npu", Slot: "q6k"},
+		{Name: "d", Type: "F32", KTile: 8, Device: "cpu"},
+	}
+	slots, err := StandIns(tensors, []npu.Slot{{Name: "q6k", Kernel: "MLIR_AIE", XCLBin: own}, {Name: "q4k"}}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(slots) != 2 || string(slots[0].XCLBin) != string(own) || slots[1].Name != "q4k" {
+		t.Fatalf("slots %+v", slots)
+	}
+	want, _ := XCLBin(planar.Q4_K, 256, 8)
+	if string(slots[1].XCLBin) != string(want) {
+		t.Error("q4k stand-in is not the Q4_K GEMV")
+	}
+	tensors[1].Type = "Q5_K"
+	if _, err := StandIns(tensors, nil, 8); err == nil {
+		t.Error("mixed formats on one slot: no error")
+	}
+}

@@ -1,0 +1,115 @@
+package npu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/xdna-go/xdna/planar"
+)
+
+// ErrTooLarge reports a matrix one of whose tiles does not fit in a staging
+// buffer; it runs on the CPU.
+var ErrTooLarge = errors.New("tile larger than a staging buffer")
+
+// Chunk is the part of a matrix staged into one ring buffer: K-tiles
+// [Tile0, Tile0+Tiles) of column groups [Group0, Group0+Groups). Each
+// group's share is one contiguous run of the planar blob, and the runs lie
+// back to back in the buffer (every run is a multiple of 64 bytes).
+type Chunk struct {
+	Group0, Groups int
+	Tile0, Tiles   int
+	Bytes          int // staged bytes, the sum of the runs
+}
+
+// PlanChunks splits the matrix g into the chunks that stream it through
+// staging buffers of ringSize bytes, in the order they are dispatched.
+//
+// When one K-tile of every group fits (the usual case), every chunk holds
+// all groups, so every run keeps every column busy, and the tiles are split
+// into the fewest chunks of near-equal size: a matrix that fits in one
+// buffer is one chunk, one dispatch. Otherwise the groups are cut into
+// consecutive runs of near-equal count, as many runs as give the fewest
+// chunks, and each run is split by tiles in the same way. A single group's
+// tile larger than the buffer is ErrTooLarge.
+func PlanChunks(g planar.Geometry, ringSize int) ([]Chunk, error) {
+	if err := g.Check(); err != nil {
+		return nil, err
+	}
+	// Per-tile bytes of the non-empty groups (empty ones, past the last row,
+	// are at the end).
+	var tb []int
+	for c := 0; c < g.Columns; c++ {
+		_, n := g.GroupRows(c)
+		if n == 0 {
+			break
+		}
+		if b := g.TileBytes(n); b > ringSize {
+			return nil, fmt.Errorf("%w: group %d tile of %d bytes, buffer of %d", ErrTooLarge, c, b, ringSize)
+		}
+		tb = append(tb, g.TileBytes(n))
+	}
+	tiles := g.Tiles()
+	// split returns the runs for r runs, or nil if one does not fit.
+	split := func(r int) []Chunk {
+		var out []Chunk
+		for i := 0; i < r; i++ {
+			c0, c1 := i*len(tb)/r, (i+1)*len(tb)/r
+			per := 0
+			for _, b := range tb[c0:c1] {
+				per += b
+			}
+			if per > ringSize {
+				return nil
+			}
+			tp := min(tiles, ringSize/per)
+			nch := (tiles + tp - 1) / tp
+			for j := 0; j < nch; j++ {
+				t0, t1 := j*tiles/nch, (j+1)*tiles/nch
+				out = append(out, Chunk{Group0: c0, Groups: c1 - c0, Tile0: t0, Tiles: t1 - t0, Bytes: (t1 - t0) * per})
+			}
+		}
+		return out
+	}
+	var best []Chunk
+	for r := 1; r <= len(tb); r++ {
+		if c := split(r); c != nil && (best == nil || len(c) < len(best)) {
+			best = c
+		}
+	}
+	return best, nil
+}
+
+// ioTokens returns the tokens whose activations and outputs fit in I/O
+// buffers of ioSize bytes (at least 1: the buffers grow to one token).
+func ioTokens(g planar.Geometry, ioSize int) int {
+	act := ActLayoutOf(g.Type, g.K).Stride
+	out := 4 * g.N
+	return max(1, min(ioSize/act, ioSize/out))
+}
+
+// Dispatches returns the kernel runs the Backend submits for one call of
+// tokens tokens on g, with staging buffers of ringSize and I/O buffers of
+// ioSize bytes (0: the defaults): the tokens go in groups that fit the I/O
+// buffers, each group streams every chunk, and each chunk is run once per
+// MaxTokens tokens of the group.
+func Dispatches(g planar.Geometry, tokens, ringSize, ioSize int) (int, error) {
+	ringSize, ioSize = orDefault(ringSize, DefaultRingSize), orDefault(ioSize, DefaultIOSize)
+	chunks, err := PlanChunks(g, ringSize)
+	if err != nil {
+		return 0, err
+	}
+	per := ioTokens(g, ioSize)
+	n := 0
+	for t0 := 0; t0 < tokens; t0 += per {
+		tb := min(per, tokens-t0)
+		n += len(chunks) * ((tb + MaxTokens - 1) / MaxTokens)
+	}
+	return n, nil
+}
+
+func orDefault(v, d int) int {
+	if v <= 0 {
+		return d
+	}
+	return v
+}

@@ -1,0 +1,6 @@
+//go:build !(xrt && cgo)
+
+package xrt
+
+// openLib is the stand-in of a build without -tags xrt (or without cgo).
+func openLib(int) (lib, error) { return nil, ErrNotBuilt }
