@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/runtime/engine"
+	"github.com/xdna-go/xdna/runtime/npu"
 )
 
 func newPerplexityCmd() *cobra.Command {
@@ -85,6 +87,11 @@ type benchResult struct {
 	WeightGBs    float64 `json:"weight_gb_s"`
 	StreamGBs    float64 `json:"stream_read_gb_s"`
 	BandwidthPct float64 `json:"bandwidth_pct"`
+	// With an NPU device (emu or npu): the cost model's prediction for the
+	// plan, and what the device counted per decoded token.
+	Predicted string        `json:"predicted,omitempty"`
+	Counted   string        `json:"counted,omitempty"`
+	Stats     *npu.PerToken `json:"device_per_token,omitempty"`
 }
 
 func newBenchCmd() *cobra.Command {
@@ -136,6 +143,7 @@ func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
 	}
 	st := l.model.NewState(o.ctx)
 	var pps, tgs []float64
+	var counted npu.Stats
 	for rep := 0; rep < o.reps; rep++ {
 		st.Reset()
 		t0 := time.Now()
@@ -147,6 +155,10 @@ func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
 		if _, err := st.Prefill(prompt[:1]); err != nil {
 			return err
 		}
+		var before npu.Stats
+		if l.backend != nil {
+			before = l.backend.Stats()
+		}
 		t1 := time.Now()
 		for i := 0; i < o.tg; i++ {
 			if _, err := st.Decode(prompt[(i+1)%len(prompt)]); err != nil {
@@ -154,13 +166,28 @@ func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
 			}
 		}
 		tgs = append(tgs, float64(o.tg)/time.Since(t1).Seconds())
+		if l.backend != nil {
+			counted = l.backend.Stats().Sub(before)
+		}
 		fmt.Fprintf(stderr, "rep %d: pp %.1f tok/s, tg %.1f tok/s\n", rep+1, pps[rep], tgs[rep])
 	}
-	res := benchResult{Model: m.Source.Name, Device: "cpu", Threads: o.threads, PromptTokens: o.pp, GenTokens: o.tg, Reps: o.reps,
+	res := benchResult{Model: m.Source.Name, Device: l.device, Threads: o.threads, PromptTokens: o.pp, GenTokens: o.tg, Reps: o.reps,
 		PPTokS: median(pps), TGTokS: median(tgs), WeightBytes: decodeWeightBytes(l)}
 	res.WeightGBs = float64(res.WeightBytes) * res.TGTokS / 1e9
 	res.StreamGBs = streamRead(o.threads, 5)
 	res.BandwidthPct = 100 * res.WeightGBs / res.StreamGBs
+	if l.backend != nil {
+		tgt, err := kernelsel.Default().Target(m.Package.Target)
+		if err != nil {
+			return err
+		}
+		p := npu.Predict(m.Tensors, tgt, res.StreamGBs)
+		res.Predicted = p.String()
+		res.Counted = p.Against(counted, o.tg)
+		pt := counted.PerToken(o.tg)
+		res.Stats = &pt
+		fmt.Fprintf(stderr, "cost model (%s, catalog defaults): %s\n%s\n", m.Package.Target, res.Predicted, res.Counted)
+	}
 	if o.json {
 		return json.NewEncoder(stdout).Encode(res)
 	}

@@ -3,35 +3,49 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/engine"
+	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/emu"
+	"github.com/xdna-go/xdna/runtime/npu/probe"
+	"github.com/xdna-go/xdna/runtime/npu/xrt"
 	"github.com/xdna-go/xdna/runtime/tokenizer"
 )
 
 // loaded is an opened package: file, tokenizer and model.
 type loaded struct {
-	file  *layout.File
-	tok   *tokenizer.Tokenizer
-	model *engine.Model
-	ctx   int
+	file    *layout.File
+	tok     *tokenizer.Tokenizer
+	model   *engine.Model
+	ctx     int
+	device  string       // cpu, emu or npu: what runs the planned matrices
+	backend *npu.Backend // nil on cpu
+	dev     npu.Device
+	pool    *cpu.Pool // the backend's CPU fallback
 }
 
 type loadOptions struct {
-	threads int
-	ctx     int // 0: the model's training context, capped at 4096
-	device  string
+	threads  int
+	ctx      int // 0: the model's training context, capped at 4096
+	device   string
+	emuFault string    // test hook: "DISPATCH:timeout" or "DISPATCH:error" on the emulator
+	warn     io.Writer // device warnings (fallback to the CPU)
 }
 
 func load(path string, o loadOptions) (*loaded, error) {
 	switch o.device {
-	case "auto", "cpu":
+	case "auto", "cpu", "emu", "npu":
 	default:
-		return nil, fmt.Errorf("--device %q: want auto or cpu (this build has no NPU backend)", o.device)
+		return nil, fmt.Errorf("--device %q: want auto, cpu, emu or npu", o.device)
 	}
 	if o.threads < 1 || o.threads > 1024 {
 		return nil, fmt.Errorf("-t %d: want 1..1024 threads", o.threads)
@@ -67,15 +81,115 @@ func load(path string, o loadOptions) (*loaded, error) {
 			l.ctx = 4096
 		}
 	}
-	model, err := engine.New(m.Model, fileWeights{f}, engine.Options{Threads: o.threads, Context: l.ctx, Cache: engine.CacheF16})
+	opts := engine.Options{Threads: o.threads, Context: l.ctx, Cache: engine.CacheF16}
+	if err := l.openDevice(o); err != nil {
+		return fail(err)
+	}
+	if l.backend != nil {
+		opts.MatMul = l.backend
+	}
+	model, err := engine.New(m.Model, fileWeights{f}, opts)
 	if err != nil {
+		l.closeDevice()
 		return fail(fmt.Errorf("%s: %w", path, err))
 	}
 	l.model = model
 	return l, nil
 }
 
-func (l *loaded) Close() { l.file.Close() }
+// openDevice picks the device: cpu; emu (the emulated NPU of the package's
+// target); npu (XRT); auto: npu when the probe finds one whose target the
+// package was packed for and this build has XRT, else cpu.
+func (l *loaded) openDevice(o loadOptions) error {
+	m := l.file.Manifest
+	l.device = o.device
+	if o.device == "auto" {
+		l.device = "cpu"
+		if infos, err := probe.Probe(); err == nil && len(infos) > 0 && infos[0].Target() == m.Package.Target && len(m.Slots) > 0 {
+			d, err := xrt.Open(0)
+			if err == nil {
+				l.device, l.dev = "npu", d
+			} else if o.warn != nil {
+				fmt.Fprintf(o.warn, "xdnarun: found %s but cannot use it (%v); running on the CPU\n", infos[0].String(), err)
+			}
+		}
+	}
+	switch l.device {
+	case "cpu":
+		return nil
+	case "emu":
+		cfg, err := emu.ForTarget(m.Package.Target)
+		if err != nil {
+			return err
+		}
+		d := emu.New(cfg)
+		if o.emuFault != "" {
+			var k int64
+			var kind string
+			if _, err := fmt.Sscanf(strings.Replace(o.emuFault, ":", " ", 1), "%d %s", &k, &kind); err != nil || k < 1 || (kind != "timeout" && kind != "error") {
+				return fmt.Errorf("--emu-fault %q: want DISPATCH:timeout or DISPATCH:error", o.emuFault)
+			}
+			f := emu.FaultTimeout
+			if kind == "error" {
+				f = emu.FaultError
+			}
+			d.InjectFault(k, f)
+		}
+		l.dev = d
+	case "npu":
+		if l.dev == nil {
+			d, err := xrt.Open(0)
+			if err != nil {
+				return fmt.Errorf("--device npu: %w", err)
+			}
+			l.dev = d
+		}
+	}
+	slots := npu.FileSlots(l.file)
+	if l.device == "emu" {
+		var err error
+		if slots, err = emu.StandIns(m.Tensors, slots, m.Package.Columns); err != nil {
+			l.dev.Close()
+			return err
+		}
+	}
+	l.pool = cpu.NewPool(o.threads)
+	warn := o.warn
+	if warn == nil {
+		warn = os.Stderr
+	}
+	timeout := 5 * time.Second
+	if l.device == "emu" {
+		timeout = 200 * time.Millisecond
+	}
+	b, err := npu.NewBackend(l.dev, m.Tensors, slots, l.pool, npu.Options{Warn: warn, Timeout: timeout})
+	if err != nil {
+		l.closeDevice()
+		return fmt.Errorf("--device %s: %w", l.device, err)
+	}
+	l.backend = b
+	return nil
+}
+
+func (l *loaded) closeDevice() {
+	if l.backend != nil {
+		l.backend.Close()
+	}
+	if l.dev != nil {
+		l.dev.Close()
+	}
+	if l.pool != nil {
+		l.pool.Close()
+	}
+}
+
+func (l *loaded) Close() {
+	if l.model != nil {
+		l.model.Close()
+	}
+	l.closeDevice()
+	l.file.Close()
+}
 
 // fileWeights serves tensors from the mapped file, in place.
 type fileWeights struct{ f *layout.File }

@@ -41,12 +41,19 @@ var (
 	packDir string
 )
 
-// packed returns the .xdna of a fixture model, packing it once per test binary.
-func packFixture(t *testing.T, model string) string {
+// packFixture returns the .xdna of a fixture model (xdna2, default CPU
+// threshold), packing it once per test binary.
+func packFixture(t *testing.T, model string) string { return packFixtureN(t, model, "xdna2", 256) }
+
+// packFixtureN packs for target with the given --cpu-max-n (0 sends every
+// matrix that has a slot to the NPU, which the tiny fixtures need to
+// exercise it).
+func packFixtureN(t *testing.T, model, target string, cpuMaxN int) string {
 	t.Helper()
 	packMu.Lock()
 	defer packMu.Unlock()
-	if p, ok := packed[model]; ok {
+	key := fmt.Sprintf("%s.%s.%d", model, target, cpuMaxN)
+	if p, ok := packed[key]; ok {
 		return p
 	}
 	if packDir == "" {
@@ -56,16 +63,18 @@ func packFixture(t *testing.T, model string) string {
 		}
 		packDir = d
 	}
-	out := filepath.Join(packDir, model+".xdna")
-	packGGUF(t, filepath.Join(shared, "models", model+".gguf"), out)
-	packed[model] = out
+	out := filepath.Join(packDir, key+".xdna")
+	packGGUFN(t, filepath.Join(shared, "models", model+".gguf"), out, target, cpuMaxN)
+	packed[key] = out
 	return out
 }
 
-func packGGUF(t *testing.T, in, out string) {
+func packGGUF(t *testing.T, in, out string) { packGGUFN(t, in, out, "xdna2", 256) }
+
+func packGGUFN(t *testing.T, in, out, target string, cpuMaxN int) {
 	t.Helper()
 	cat := kernelsel.Default()
-	if _, err := pack.Run(context.Background(), &pack.Options{Input: in, Output: out, Target: "xdna2", Catalog: cat, CPUMaxN: 256}); err != nil {
+	if _, err := pack.Run(context.Background(), &pack.Options{Input: in, Output: out, Target: target, Catalog: cat, CPUMaxN: cpuMaxN}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -110,23 +119,28 @@ func TestGoldens(t *testing.T) {
 	for _, gf := range files {
 		base := strings.TrimSuffix(filepath.Base(gf), ".json")
 		model, key, _ := strings.Cut(base, ".")
-		t.Run(base, func(t *testing.T) {
-			var g golden
-			b, _ := os.ReadFile(gf)
-			if err := json.Unmarshal(b, &g); err != nil {
-				t.Fatal(err)
-			}
-			x := packFixture(t, model)
-			stdout, stderr, err := run(t, "", x, "-p", prompts[key], "--temp", "0", "-n", fmt.Sprint(len(g.Steps)), "--json", "--top-logits", "8", "-t", "2")
-			if err != nil {
-				t.Fatalf("%v\n%s", err, stderr)
-			}
-			var got golden
-			if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-				t.Fatalf("%v: %s", err, stdout)
-			}
-			checkGolden(t, &g, &got)
-		})
+		for _, dev := range []struct{ name, target string }{{"cpu", "xdna2"}, {"emu", "xdna1"}, {"emu", "xdna2"}} {
+			t.Run(base+"/"+dev.name+"-"+dev.target, func(t *testing.T) {
+				var g golden
+				b, _ := os.ReadFile(gf)
+				if err := json.Unmarshal(b, &g); err != nil {
+					t.Fatal(err)
+				}
+				x := packFixture(t, model)
+				if dev.name == "emu" {
+					x = packFixtureN(t, model, dev.target, 0)
+				}
+				stdout, stderr, err := run(t, "", x, "-p", prompts[key], "--temp", "0", "-n", fmt.Sprint(len(g.Steps)), "--json", "--top-logits", "8", "-t", "2", "--device", dev.name)
+				if err != nil {
+					t.Fatalf("%v\n%s", err, stderr)
+				}
+				var got golden
+				if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+					t.Fatalf("%v: %s", err, stdout)
+				}
+				checkGolden(t, &g, &got)
+			})
+		}
 	}
 }
 
@@ -329,5 +343,99 @@ func TestBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEmuAgainstCPU decodes every golden prompt on the emulated NPU and on
+// the CPU from the same package and compares the full logits at every step.
+func TestEmuAgainstCPU(t *testing.T) {
+	const minCosine = 0.9999
+	files, _ := filepath.Glob(filepath.Join(shared, "golden", "*.json"))
+	for _, gf := range files {
+		base := strings.TrimSuffix(filepath.Base(gf), ".json")
+		model, _, _ := strings.Cut(base, ".")
+		t.Run(base, func(t *testing.T) {
+			var g golden
+			b, _ := os.ReadFile(gf)
+			json.Unmarshal(b, &g)
+			x := packFixtureN(t, model, "xdna2", 0)
+			var logits [2][][]float32
+			var backendCalls int
+			onNPU := 0
+			for i, dev := range []string{"cpu", "emu"} {
+				l, err := load(x, loadOptions{threads: 2, device: dev})
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := l.model.NewState(0)
+				out, err := st.Prefill(g.PromptTokens)
+				if err != nil {
+					t.Fatal(err)
+				}
+				logits[i] = append(logits[i], append([]float32(nil), out...))
+				for _, s := range g.Steps[:len(g.Steps)-1] {
+					if out, err = st.Decode(s.Token); err != nil {
+						t.Fatal(err)
+					}
+					logits[i] = append(logits[i], append([]float32(nil), out...))
+				}
+				if l.backend != nil {
+					backendCalls = int(l.backend.Stats().NPUCalls)
+				}
+				for _, e := range l.file.Manifest.Tensors {
+					if e.Device == "npu" {
+						onNPU++
+					}
+				}
+				l.Close()
+			}
+			if onNPU == 0 {
+				// stories260K: K = 64 or 172 is a multiple of no slot's K-tile.
+				t.Logf("the plan puts no matrix on the NPU; the emu run is the CPU path")
+			} else if backendCalls == 0 {
+				t.Fatal("the plan has NPU matrices but the emulator ran none")
+			}
+			worst := 1.0
+			for s := range logits[0] {
+				worst = math.Min(worst, cosine(logits[0][s], logits[1][s]))
+			}
+			t.Logf("%d steps, %d matrices on the emulator, worst emu-vs-cpu cosine %.7f", len(logits[0]), backendCalls, worst)
+			if worst < minCosine {
+				t.Errorf("emu-vs-cpu cosine %.7f < %.4f", worst, minCosine)
+			}
+		})
+	}
+}
+
+func cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	return ab / math.Sqrt(aa*bb)
+}
+
+// TestEmuFault: a timeout on a dispatch mid-run gives one warning, the CPU
+// takes over, and the text is identical to a CPU-only run.
+func TestEmuFault(t *testing.T) {
+	x := packFixtureN(t, "tiny-llama-q8_0", "xdna1", 0)
+	args := []string{x, "-p", "Pierre said that", "-n", "24", "--temp", "0", "-t", "2"}
+	want, _, err := run(t, "", append(args, "--device", "cpu")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fault := range []string{"40:timeout", "7:error"} {
+		got, stderr, err := run(t, "", append(args, "--device", "emu", "--emu-fault", fault)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: output %q, CPU-only %q", fault, got, want)
+		}
+		if n := strings.Count(stderr, "every later matmul on the CPU"); n != 1 {
+			t.Errorf("%s: %d fallback warnings in %q", fault, n, stderr)
+		}
 	}
 }

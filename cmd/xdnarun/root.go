@@ -41,7 +41,9 @@ func addLoadFlags(cmd *cobra.Command, o *loadOptions) {
 	f := cmd.Flags()
 	f.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "CPU threads")
 	f.IntVarP(&o.ctx, "ctx-size", "c", 0, "context size in tokens (0: the model's, at most 4096)")
-	f.StringVar(&o.device, "device", "auto", "where matrices run: auto or cpu")
+	f.StringVar(&o.device, "device", "auto", "where planned matrices run: auto (npu if found, else cpu), cpu, emu (emulated NPU) or npu")
+	f.StringVar(&o.emuFault, "emu-fault", "", "inject a fault into the emulator: DISPATCH:timeout or DISPATCH:error")
+	f.MarkHidden("emu-fault")
 }
 
 func newRootCmd() *cobra.Command {
@@ -66,6 +68,7 @@ leaves); with stdin not a terminal, stdin is the prompt.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.promptSet = cmd.Flags().Changed("prompt")
 			o.stdout, o.stderr, o.stdin = cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin()
+			o.warn = o.stderr
 			if f, ok := o.stdin.(*os.File); ok {
 				o.isTerminal = term.IsTerminal(int(f.Fd()))
 			}
@@ -161,6 +164,7 @@ type result struct {
 	Text         string  `json:"text"`
 	prefill      time.Duration
 	decode       time.Duration
+	device       string
 }
 
 func (r *result) report(w io.Writer, threads int) {
@@ -169,7 +173,7 @@ func (r *result) report(w io.Writer, threads int) {
 	if len(r.Steps) > 1 {
 		fmt.Fprintf(w, " in %.1f ms (%.1f tok/s)", ms(r.decode), float64(len(r.Steps)-1)/r.decode.Seconds())
 	}
-	fmt.Fprintf(w, "; device cpu, %d threads\n", threads)
+	fmt.Fprintf(w, "; device %s, %d threads\n", r.device, threads)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -178,7 +182,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // to out unless o.json. It stops at an end-of-generation token, at the
 // context's end, or when ctx is cancelled.
 func generate(ctx context.Context, l *loaded, tokens []int32, o *genOptions, out io.Writer) (*result, error) {
-	res := &result{PromptTokens: tokens}
+	res := &result{PromptTokens: tokens, device: l.device}
 	st := l.model.NewState(l.ctx)
 	smp := sample.New(o.sp)
 	t0 := time.Now()

@@ -37,6 +37,15 @@ type Options struct {
 	Context int       // default context of NewState(0); <= 0: the training context, at most DefaultContext
 	Batch   int       // tokens per forward step of Prefill; <= 0: DefaultBatch
 	Cache   CacheType // KV cache element type; the zero value is CacheF32
+	// MatMul, if set, computes every weight matrix product instead of the
+	// CPU kernels (the NPU scheduler: it sends each matrix where the pack-time
+	// plan says and falls back to the CPU itself).
+	MatMul MatMul
+}
+
+// MatMul computes y[b][N] = x[b][K] W^T for the packed matrix name.
+type MatMul interface {
+	MatMat(name string, m *cpu.Matrix, x, y []float32, b int)
 }
 
 // CacheType is the element type of the KV cache.
@@ -97,7 +106,8 @@ type Model struct {
 	kqScale                float32
 
 	embd, output *cpu.Matrix
-	outNorm      []float32 // [dim]
+	names        map[*cpu.Matrix]string // tensor name of every matrix, for Options.MatMul
+	outNorm      []float32              // [dim]
 	layers       []layer
 }
 
@@ -121,7 +131,7 @@ type layer struct {
 // "blk.3.attn_q.weight: shape [64 32], want [64 64]" (shapes in GGUF order,
 // [K N]).
 func New(p layout.Params, w Weights, opts Options) (*Model, error) {
-	m := &Model{P: p, opts: opts}
+	m := &Model{P: p, opts: opts, names: map[*cpu.Matrix]string{}}
 	if opts.Cache != CacheF32 && opts.Cache != CacheF16 {
 		return nil, unsupportedf("unsupported KV cache type %v", opts.Cache)
 	}
@@ -168,6 +178,7 @@ func New(p layout.Params, w Weights, opts Options) (*Model, error) {
 		if n >= 0 && (x.G.N != n || x.G.K != k) {
 			return nil, fmt.Errorf("%s: shape [%d %d], want [%d %d]", name, x.G.K, x.G.N, k, n)
 		}
+		m.names[x] = name
 		return x, nil
 	}
 	optMat := func(name string, n, k int) (*cpu.Matrix, error) {

@@ -159,7 +159,6 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 	m, p := s.m, s.m.P
 	b := len(tokens)
 	dim, qd, kvd, vd, ffn := m.dim, m.qDim, m.kvDim, m.vDim, p.FeedForward
-	pool := m.pool
 	x, xn, tmp := s.x[:b*dim], s.xn[:b*dim], s.tmp[:b*dim]
 	for i, t := range tokens {
 		cpu.EmbedRow(m.embd, int(t), x[i*dim:(i+1)*dim])
@@ -178,7 +177,7 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 		if l.qkv != nil {
 			w := qd + kvd + vd
 			out := s.qkv[:b*w]
-			matMat(l.qkv, xn, out, b, pool)
+			m.matMat(l.qkv, xn, out, b)
 			for i := 0; i < b; i++ {
 				r := out[i*w : (i+1)*w]
 				copy(q[i*qd:(i+1)*qd], r[:qd])
@@ -186,9 +185,9 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 				copy(v[i*vd:(i+1)*vd], r[qd+kvd:])
 			}
 		} else {
-			matMat(l.q, xn, q, b, pool)
-			matMat(l.k, xn, k, b, pool)
-			matMat(l.v, xn, v, b, pool)
+			m.matMat(l.q, xn, q, b)
+			m.matMat(l.k, xn, k, b)
+			m.matMat(l.v, xn, v, b)
 		}
 		for i := 0; i < b; i++ {
 			qi, ki, vi := q[i*qd:(i+1)*qd], k[i*kvd:(i+1)*kvd], v[i*vd:(i+1)*vd]
@@ -226,7 +225,7 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 			}
 		}
 		s.attention(li, b)
-		matMat(l.wo, s.ao[:b*p.Heads*p.HeadDimV], tmp, b, pool)
+		m.matMat(l.wo, s.ao[:b*p.Heads*p.HeadDimV], tmp, b)
 		add(x, tmp)
 
 		for i := 0; i < b; i++ {
@@ -236,10 +235,10 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 		gs, us, stride := gate, up, ffn // where gate and up rows are, and their stride
 		if l.gateUp != nil {
 			gs, us, stride = s.gu[:b*2*ffn], s.gu[ffn:b*2*ffn], 2*ffn
-			matMat(l.gateUp, xn, gs, b, pool)
+			m.matMat(l.gateUp, xn, gs, b)
 		} else {
-			matMat(l.gate, xn, gate, b, pool)
-			matMat(l.up, xn, up, b, pool)
+			m.matMat(l.gate, xn, gate, b)
+			m.matMat(l.up, xn, up, b)
 		}
 		for i := 0; i < b; i++ {
 			g, u, h := gs[i*stride:i*stride+ffn], us[i*stride:i*stride+ffn], gate[i*ffn:(i+1)*ffn]
@@ -247,7 +246,7 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 				h[j] = silu(g[j]) * u[j]
 			}
 		}
-		matMat(l.down, gate, tmp, b, pool)
+		m.matMat(l.down, gate, tmp, b)
 		add(x, tmp)
 	}
 	s.pos += b
@@ -258,7 +257,7 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 	for i := from; i < b; i++ {
 		rmsNorm(xn[(i-from)*dim:(i-from+1)*dim], x[i*dim:(i+1)*dim], m.outNorm, m.eps)
 	}
-	matMat(m.output, xn[:n*dim], logits[:n*m.vocab], n, pool)
+	m.matMat(m.output, xn[:n*dim], logits[:n*m.vocab], n)
 }
 
 func (s *State) rope(x, cs []float32) {
@@ -334,3 +333,13 @@ func (a *attnTask) Run(w, lo, hi int) {
 // matMat is the matrix product of the forward pass (a variable so that
 // tests can substitute the reference).
 var matMat = cpu.MatMat
+
+// matMat computes one weight product through Options.MatMul when set, else
+// on the CPU.
+func (m *Model) matMat(w *cpu.Matrix, x, y []float32, b int) {
+	if m.opts.MatMul != nil {
+		m.opts.MatMul.MatMat(m.names[w], w, x, y, b)
+		return
+	}
+	matMat(w, x, y, b, m.pool)
+}
