@@ -18,6 +18,7 @@ import (
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/layout/pack"
+	"github.com/xdna-go/xdna/runtime/npu"
 )
 
 func newRootCmd() *cobra.Command {
@@ -50,6 +51,7 @@ Q/K/V and gate/up matrices, and writes one reproducible .xdna file.`,
 	f.IntVar(&opts.cpuMaxN, "cpu-max-n", 256, "matrices with at most this many output rows run on the CPU")
 	f.BoolVar(&opts.noFuse, "no-fuse", false, "do not fuse Q/K/V and gate/up matrices")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress and no plan table")
+	f.Float64Var(&opts.hostGBps, "host-gbps", 40, "host memory bandwidth in GB/s assumed by the decode-time prediction (measure yours with xdnarun bench)")
 	cmd.AddCommand(newVerifyCmd(), newInspectCmd(), newCompressCmd())
 	return cmd
 }
@@ -57,6 +59,7 @@ Q/K/V and gate/up matrices, and writes one reproducible .xdna file.`,
 type packOptions struct {
 	input, output, target, catalog string
 	cpuMaxN                        int
+	hostGBps                       float64
 	noFuse, quiet                  bool
 	stdout, stderr                 io.Writer
 }
@@ -71,6 +74,9 @@ func loadCatalog(path string) (*kernelsel.Catalog, error) {
 func runPack(ctx context.Context, o *packOptions) error {
 	if o.target != "xdna1" && o.target != "xdna2" {
 		return fmt.Errorf("--target %q: want xdna1 or xdna2", o.target)
+	}
+	if o.hostGBps <= 0 || o.hostGBps > 10000 {
+		return fmt.Errorf("--host-gbps %g: want a bandwidth in (0, 10000]", o.hostGBps)
 	}
 	if o.cpuMaxN < 0 {
 		return fmt.Errorf("--cpu-max-n %d: must be >= 0", o.cpuMaxN)
@@ -103,6 +109,13 @@ func runPack(ctx context.Context, o *packOptions) error {
 	st, _ := os.Stat(o.output)
 	if !o.quiet {
 		printPlan(o.stdout, plan)
+		entries := make([]layout.TensorEntry, len(plan.Entries))
+		for i, e := range plan.Entries {
+			entries[i] = e.TensorEntry
+		}
+		tgt, _ := cat.Target(o.target)
+		pred := npu.Predict(entries, tgt, o.hostGBps)
+		fmt.Fprintf(o.stdout, "predicted decode (cost model, host at %g GB/s): %s\n", o.hostGBps, pred.String())
 		for _, n := range plan.Notes {
 			fmt.Fprintln(o.stderr, "note:", n)
 		}

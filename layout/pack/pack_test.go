@@ -240,3 +240,40 @@ func TestEmbedXCLBIN(t *testing.T) {
 		t.Error("output left behind")
 	}
 }
+
+// TestOneSlotPerFormat: K = 384 fits only the k128 Q4_0 slot, K = 1024 fits
+// k256 better; the plan still uses one slot (one hardware context) for all.
+func TestOneSlotPerFormat(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "m.gguf")
+	s := gguftest.Shape{Arch: "llama", Layers: 2, Dim: 384, FFN: 1024, Heads: 6, HeadsKV: 2, Vocab: 600, Type: 2, Seed: 3}
+	if err := gguftest.WriteModel(in, s); err != nil {
+		t.Fatal(err)
+	}
+	g, err := layout.OpenGGUF(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := kernelsel.Default()
+	plan, err := pack.MakePlan(g, &pack.Options{Target: "xdna1", Catalog: cat, CPUMaxN: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Slots) != 1 || plan.Slots[0].KTile != 128 {
+		t.Fatalf("plan uses slots %v, want the one k128 slot", plan.Slots)
+	}
+	down := 0
+	for _, e := range plan.Entries {
+		if e.Device == "npu" && e.Slot != plan.Slots[0].Name {
+			t.Errorf("%s on %s", e.Name, e.Slot)
+		}
+		if strings.HasSuffix(e.Name, "ffn_down.weight") {
+			down++
+			if ch := cat.Select("xdna1", g.Tensors[0].Type, e.Shape[1], e.Shape[0], 256); ch.Slot == nil || ch.Slot.KTile != 256 {
+				t.Errorf("%s alone: %v, want the k256 slot (else this test tests nothing)", e.Name, ch)
+			}
+		}
+	}
+	if down != 2 {
+		t.Errorf("%d ffn_down matrices", down)
+	}
+}
