@@ -439,3 +439,19 @@ func TestEmuFault(t *testing.T) {
 		}
 	}
 }
+
+// TestProbe: without an accel device the probe says so and fails; with one
+// it prints it.
+func TestProbe(t *testing.T) {
+	devs, _ := filepath.Glob("/dev/accel/accel*")
+	stdout, _, err := run(t, "", "probe")
+	if len(devs) == 0 {
+		if err == nil || !strings.Contains(err.Error(), "no AMD XDNA NPU") {
+			t.Fatalf("no device: %v", err)
+		}
+		return
+	}
+	if err != nil || !strings.Contains(stdout, "target") {
+		t.Fatalf("probe with %v: %v %q", devs, err, stdout)
+	}
+}

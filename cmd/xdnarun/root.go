@@ -92,7 +92,7 @@ leaves); with stdin not a terminal, stdin is the prompt.`,
 	f.BoolVar(&o.json, "json", false, "print one JSON object: prompt tokens, steps with top logits, text")
 	f.IntVar(&o.topLogits, "top-logits", 0, "with --json, the K largest logits of each step")
 	addLoadFlags(cmd, &o.loadOptions)
-	cmd.AddCommand(newTokenizeCmd(), newPerplexityCmd(), newBenchCmd())
+	cmd.AddCommand(newTokenizeCmd(), newPerplexityCmd(), newBenchCmd(), newProbeCmd())
 	return cmd
 }
 

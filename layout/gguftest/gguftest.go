@@ -181,6 +181,7 @@ type Shape struct {
 	Type             planar.Type // weight type of every matrix (Q4_0, Q8_0, F16, F32)
 	Seed             uint64
 	Context          int
+	Tied             bool // no output.weight: the output reuses token_embd
 }
 
 // Qwen05B is the shape of Qwen2.5-0.5B with a 32000-token vocabulary.
@@ -273,9 +274,10 @@ func WriteModel(path string, s Shape) error {
 			mat(p+"ffn_down.weight", s.FFN, s.Dim),
 		)
 	}
-	ts = append(ts,
-		Tensor{Name: "output_norm.weight", Type: planar.F32, Dims: []int{s.Dim}, Data: ones(s.Dim)},
-		mat("output.weight", s.Dim, s.Vocab))
+	ts = append(ts, Tensor{Name: "output_norm.weight", Type: planar.F32, Dims: []int{s.Dim}, Data: ones(s.Dim)})
+	if !s.Tied {
+		ts = append(ts, mat("output.weight", s.Dim, s.Vocab))
+	}
 	a := s.Arch
 	ctx := s.Context
 	if ctx == 0 {

@@ -1,7 +1,8 @@
 // Command gen writes a random-weight GGUF model for tests and benchmarks.
 //
 //	go run ./testdata/gen -o /tmp/big.gguf -shape qwen05b -type Q4_0
-//	go run ./testdata/gen -o /tmp/huge.gguf -shape qwen05b -layers 48   # > 1 GiB
+//	go run ./testdata/gen -o /tmp/huge.gguf -shape qwen05b -layers 128   # > 1 GiB
+//	go run ./testdata/gen -o /tmp/l1b.gguf -layers 16 -dim 2048 -ffn 8192 -heads 32 -kv-heads 8 -vocab 128256 -tied  # Llama-3.2-1B shape
 package main
 
 import (
@@ -20,6 +21,12 @@ func main() {
 	typ := flag.String("type", "Q4_0", "weight type: Q4_0, Q8_0, F16, F32")
 	layers := flag.Int("layers", 0, "override the layer count")
 	seed := flag.Uint64("seed", 1, "random seed")
+	dim := flag.Int("dim", 0, "override the embedding width")
+	ffn := flag.Int("ffn", 0, "override the feed-forward width")
+	heads := flag.Int("heads", 0, "override the attention heads")
+	kv := flag.Int("kv-heads", 0, "override the KV heads")
+	vocab := flag.Int("vocab", 0, "override the vocabulary size")
+	tied := flag.Bool("tied", false, "tie the output to the token embedding (no output.weight)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "gen: -o is required")
@@ -41,9 +48,15 @@ func main() {
 	}
 	s.Type = t
 	s.Seed = *seed
-	if *layers > 0 {
-		s.Layers = *layers
+	for _, o := range []struct {
+		v   int
+		dst *int
+	}{{*layers, &s.Layers}, {*dim, &s.Dim}, {*ffn, &s.FFN}, {*heads, &s.Heads}, {*kv, &s.HeadsKV}, {*vocab, &s.Vocab}} {
+		if o.v > 0 {
+			*o.dst = o.v
+		}
 	}
+	s.Tied = *tied
 	start := time.Now()
 	if err := gguftest.WriteModel(*out, s); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
