@@ -92,6 +92,9 @@ type benchResult struct {
 	Predicted string        `json:"predicted,omitempty"`
 	Counted   string        `json:"counted,omitempty"`
 	Stats     *npu.PerToken `json:"device_per_token,omitempty"`
+	// PinnedPeak is the most device-visible (pinned) host memory the run
+	// held at once: the staging ring plus the small I/O buffers.
+	PinnedPeak int64 `json:"pinned_peak_bytes,omitempty"`
 }
 
 func newBenchCmd() *cobra.Command {
@@ -186,7 +189,8 @@ func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
 		res.Counted = p.Against(counted, o.tg)
 		pt := counted.PerToken(o.tg)
 		res.Stats = &pt
-		fmt.Fprintf(stderr, "cost model (%s, catalog defaults): %s\n%s\n", m.Package.Target, res.Predicted, res.Counted)
+		res.PinnedPeak = l.backend.Stats().PinnedPeak
+		fmt.Fprintf(stderr, "cost model (%s, catalog defaults): %s\n%s\npinned host memory, peak: %.1f MiB\n", m.Package.Target, res.Predicted, res.Counted, float64(res.PinnedPeak)/(1<<20))
 	}
 	if o.json {
 		return json.NewEncoder(stdout).Encode(res)
