@@ -29,45 +29,7 @@ type bpeState struct {
 	split split
 	word  []byte
 	syms  []bpeSym
-	heap  []bpeBigram
-}
-
-func (st *bpeState) push(b bpeBigram) {
-	h := append(st.heap, b)
-	i := len(h) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !h[i].less(h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	st.heap = h
-}
-
-func (st *bpeState) pop() bpeBigram {
-	h := st.heap
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && h[l].less(h[m]) {
-			m = l
-		}
-		if r < len(h) && h[r].less(h[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	st.heap = h
-	return top
+	heap  queue[bpeBigram]
 }
 
 // bpeText pre-tokenizes one text fragment and appends the ids of its words.
@@ -103,7 +65,7 @@ func (t *Tokenizer) addBigram(st *bpeState, left, right int32) {
 	if !ok {
 		return
 	}
-	st.push(bpeBigram{rank: m.rank, left: left, right: right, size: l.n + r.n})
+	st.heap.push(bpeBigram{rank: m.rank, left: left, right: right, size: l.n + r.n})
 }
 
 // bpeWord appends the tokens of one pre-tokenized word (raw bytes).
@@ -126,7 +88,7 @@ func (t *Tokenizer) bpeWord(out []int32, word []byte, st *bpeState) []int32 {
 		t.addBigram(st, int32(i-1), int32(i))
 	}
 	for len(st.heap) > 0 {
-		bg := st.pop()
+		bg := st.heap.pop()
 		l, r := &st.syms[bg.left], &st.syms[bg.right]
 		if l.n == 0 || r.n == 0 || l.n+r.n != bg.size {
 			continue

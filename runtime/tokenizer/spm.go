@@ -19,51 +19,13 @@ type spmBigram struct {
 }
 
 // before orders the queue: highest score first, then leftmost.
-func (a spmBigram) before(b spmBigram) bool {
+func (a spmBigram) less(b spmBigram) bool {
 	return a.score > b.score || (a.score == b.score && a.left < b.left)
 }
 
 type spmState struct {
 	syms []spmSym
-	heap []spmBigram
-}
-
-func (st *spmState) push(b spmBigram) {
-	h := append(st.heap, b)
-	i := len(h) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !h[i].before(h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	st.heap = h
-}
-
-func (st *spmState) pop() spmBigram {
-	h := st.heap
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < len(h) && h[l].before(h[m]) {
-			m = l
-		}
-		if r < len(h) && h[r].before(h[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	st.heap = h
-	return top
+	heap queue[spmBigram]
 }
 
 func (t *Tokenizer) spmBigram(st *spmState, text string, left, right int32) {
@@ -75,7 +37,7 @@ func (t *Tokenizer) spmBigram(st *spmState, text string, left, right int32) {
 	if !ok {
 		return
 	}
-	st.push(spmBigram{score: t.v.score(int(id)), left: left, right: right, size: l.n + r.n})
+	st.heap.push(spmBigram{score: t.v.score(int(id)), left: left, right: right, size: l.n + r.n})
 }
 
 // spm appends the tokens of text, whose spaces are already escaped.
@@ -96,7 +58,7 @@ func (t *Tokenizer) spm(out []int32, text string, st *spmState) []int32 {
 		t.spmBigram(st, text, int32(i-1), int32(i))
 	}
 	for len(st.heap) > 0 {
-		bg := st.pop()
+		bg := st.heap.pop()
 		l, r := &st.syms[bg.left], &st.syms[bg.right]
 		if l.n == 0 || r.n == 0 || l.n+r.n != bg.size {
 			continue
