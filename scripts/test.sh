@@ -11,6 +11,8 @@ go vet -tags xrt ./...
 
 echo "== go test"
 go test -count=1 -timeout 20m ./...
+echo "== go test -tags noasm (the pure-Go kernels under the goldens)"
+go test -count=1 -tags noasm ./runtime/cpu ./runtime/engine
 
 echo "== fuzz ($FUZZTIME each)"
 for pkg in $(go list ./...); do

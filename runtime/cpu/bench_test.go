@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/xdna-go/xdna/planar"
@@ -10,16 +11,36 @@ import (
 
 // The benchmarks multiply a 4096 x 4096 matrix (2048 x 2048 for the float
 // formats) with 1 token (MatVec) and 16 tokens (MatMat), on 1 and 2
-// threads. SetBytes is the weight size, so MB/s is weight streaming speed.
+// threads, with the scalar kernels (impl=go) and the assembly ones
+// (impl=simd, where they run), in the same run. SetBytes is the weight
+// size, so MB/s is weight streaming speed; BenchmarkStreamRead gives the
+// machine's streaming-read bandwidth to compare it with.
 
 func benchMatrix(b *testing.B, typ planar.Type) *Matrix {
 	n := 4096
 	if typ.BlockSize() == 1 {
 		n = 2048
 	}
-	g := planar.Geometry{Type: typ, N: n, K: n, Columns: 8, KTile: n}
+	g := planar.Geometry{Type: typ, N: n, K: n, Columns: 8, KTile: 256}
+	if typ.BlockSize() == 1 {
+		g.KTile = n
+	}
 	rng := rand.New(rand.NewPCG(9, 10))
 	return pack(b, g, randomGGUF(rng, typ, g.N, g.K))
+}
+
+// benchModes runs f as sub-benchmarks impl=go and impl=simd.
+func benchModes(b *testing.B, typ planar.Type, f func(b *testing.B)) {
+	for _, on := range simdModes() {
+		if on && !vecOK(planar.Geometry{Type: typ, KTile: 256}) {
+			continue
+		}
+		b.Run("impl="+modeName(on), func(b *testing.B) {
+			was := SetSIMD(on)
+			defer SetSIMD(was)
+			f(b)
+		})
+	}
 }
 
 func BenchmarkMatVec(b *testing.B) {
@@ -29,13 +50,15 @@ func BenchmarkMatVec(b *testing.B) {
 		y := make([]float32, m.G.N)
 		for _, threads := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/%dx%d/threads=%d", typ, m.G.N, m.G.K, threads), func(b *testing.B) {
-				p := NewPool(threads)
-				defer p.Close()
-				b.SetBytes(int64(m.Bytes()))
-				b.ReportAllocs()
-				for b.Loop() {
-					MatVec(m, x, y, p)
-				}
+				benchModes(b, typ, func(b *testing.B) {
+					p := NewPool(threads)
+					defer p.Close()
+					b.SetBytes(int64(m.Bytes()))
+					b.ReportAllocs()
+					for b.Loop() {
+						MatVec(m, x, y, p)
+					}
+				})
 			})
 		}
 	}
@@ -49,14 +72,162 @@ func BenchmarkMatMat(b *testing.B) {
 		y := make([]float32, tokens*m.G.N)
 		for _, threads := range []int{1, 2} {
 			b.Run(fmt.Sprintf("%s/%dx%d/B=%d/threads=%d", typ, m.G.N, m.G.K, tokens, threads), func(b *testing.B) {
-				p := NewPool(threads)
-				defer p.Close()
-				b.SetBytes(int64(m.Bytes()))
-				b.ReportAllocs()
-				for b.Loop() {
-					MatMat(m, x, y, tokens, p)
+				benchModes(b, typ, func(b *testing.B) {
+					p := NewPool(threads)
+					defer p.Close()
+					b.SetBytes(int64(m.Bytes()))
+					b.ReportAllocs()
+					for b.Loop() {
+						MatMat(m, x, y, tokens, p)
+					}
+					b.ReportMetric(float64(b.N*tokens)/b.Elapsed().Seconds(), "tokens/s")
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkStreamRead measures the machine's streaming-read bandwidth with
+// 1 and 2 threads: each sums its half of a 256 MiB buffer (larger than any
+// cache), four 64-bit loads per iteration, as cmd/xdnarun's bench does.
+func BenchmarkStreamRead(b *testing.B) {
+	buf := make([]uint64, (256<<20)/8)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			b.SetBytes(int64(len(buf) * 8))
+			var sink uint64
+			var mu sync.Mutex
+			for b.Loop() {
+				var wg sync.WaitGroup
+				chunk := len(buf) / threads
+				for t := 0; t < threads; t++ {
+					wg.Add(1)
+					go func(part []uint64) {
+						defer wg.Done()
+						var s0, s1, s2, s3 uint64
+						for i := 0; i+4 <= len(part); i += 4 {
+							s0 += part[i]
+							s1 += part[i+1]
+							s2 += part[i+2]
+							s3 += part[i+3]
+						}
+						mu.Lock()
+						sink += s0 + s1 + s2 + s3
+						mu.Unlock()
+					}(buf[t*chunk : (t+1)*chunk])
 				}
-				b.ReportMetric(float64(b.N*tokens)/b.Elapsed().Seconds(), "tokens/s")
+				wg.Wait()
+			}
+			_ = sink
+		})
+	}
+}
+
+// The 0.5B shapes (Qwen2.5-0.5B: dim 896, FFN 4864, GQA 14/2), as
+// xdnapack packs them: fused Q/K/V 1152 x 896 and gate/up 9728 x 896 with
+// K-tiles of 128, attn_output 896 x 896, ffn_down 896 x 4864 with K-tiles
+// of 256.
+var shapes05B = []struct {
+	name    string
+	n, k, t int
+}{
+	{"qkv", 1152, 896, 128},
+	{"attn_output", 896, 896, 128},
+	{"gate_up", 9728, 896, 128},
+	{"ffn_down", 896, 4864, 256},
+}
+
+// BenchmarkDecode05B multiplies one token with the 0.5B shapes, each
+// cycled over enough copies (96 MB) that the weights come from memory as
+// in decoding; MB/s is the weight bandwidth, to compare with
+// BenchmarkStreamRead.
+func BenchmarkDecode05B(b *testing.B) {
+	for _, typ := range []planar.Type{planar.Q4_0, planar.Q8_0, planar.Q5_0} {
+		for _, sh := range shapes05B {
+			g := planar.Geometry{Type: typ, N: sh.n, K: sh.k, Columns: 8, KTile: sh.t}
+			ms := make([]*Matrix, max(1, (96<<20)/g.Size()))
+			for i := range ms {
+				ms[i] = pack(b, g, randomGGUF(rand.New(rand.NewPCG(uint64(i), 2)), typ, g.N, g.K))
+			}
+			x := randomX(rand.New(rand.NewPCG(1, 1)), g.K)
+			y := make([]float32, g.N)
+			b.Run(fmt.Sprintf("%s/%s/%dx%d/threads=2", typ, sh.name, g.N, g.K), func(b *testing.B) {
+				benchModes(b, typ, func(b *testing.B) {
+					p := NewPool(2)
+					defer p.Close()
+					b.SetBytes(int64(g.Size()))
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						MatVec(ms[i%len(ms)], x, y, p)
+						i++
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkPrefill05B multiplies 128 tokens with the 0.5B shapes, as a
+// prefill does.
+func BenchmarkPrefill05B(b *testing.B) {
+	const tokens = 128
+	for _, typ := range []planar.Type{planar.Q4_0, planar.Q8_0, planar.Q5_0, planar.Q4_K, planar.Q6_K} {
+		for _, sh := range shapes05B {
+			if sh.k%typ.BlockSize() != 0 || sh.t%typ.BlockSize() != 0 {
+				continue
+			}
+			g := planar.Geometry{Type: typ, N: sh.n, K: sh.k, Columns: 8, KTile: sh.t}
+			m := pack(b, g, randomGGUF(rand.New(rand.NewPCG(1, 2)), typ, g.N, g.K))
+			x := randomX(rand.New(rand.NewPCG(1, 1)), tokens*g.K)
+			y := make([]float32, tokens*g.N)
+			b.Run(fmt.Sprintf("%s/%s/%dx%d/B=%d/threads=2", typ, sh.name, g.N, g.K, tokens), func(b *testing.B) {
+				benchModes(b, typ, func(b *testing.B) {
+					p := NewPool(2)
+					defer p.Close()
+					b.ReportAllocs()
+					for b.Loop() {
+						MatMat(m, x, y, tokens, p)
+					}
+					b.ReportMetric(float64(b.N*tokens)/b.Elapsed().Seconds(), "tokens/s")
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkMatVecDRAM multiplies one token with each of eight 4096 x 4096
+// matrices in turn (75 MB of Q4_0, more than the L3 cache), so that the
+// weights come from memory as in decoding; compare with
+// BenchmarkStreamRead.
+func BenchmarkMatVecDRAM(b *testing.B) {
+	for _, typ := range []planar.Type{planar.Q4_0, planar.Q8_0, planar.Q4_K, planar.Q6_K} {
+		ms := make([]*Matrix, 8)
+		total := 0
+		for i := range ms {
+			g := planar.Geometry{Type: typ, N: 4096, K: 4096, Columns: 8, KTile: 256}
+			rng := rand.New(rand.NewPCG(uint64(i), 10))
+			ms[i] = pack(b, g, randomGGUF(rng, typ, g.N, g.K))
+			total += ms[i].Bytes()
+		}
+		x := randomX(rand.New(rand.NewPCG(1, 1)), 4096)
+		y := make([]float32, 4096)
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/8x4096x4096/threads=%d", typ, threads), func(b *testing.B) {
+				benchModes(b, typ, func(b *testing.B) {
+					p := NewPool(threads)
+					defer p.Close()
+					b.SetBytes(int64(total))
+					b.ReportAllocs()
+					for b.Loop() {
+						for _, m := range ms {
+							MatVec(m, x, y, p)
+						}
+					}
+				})
 			})
 		}
 	}

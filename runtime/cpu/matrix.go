@@ -6,6 +6,11 @@
 // blocks, so the results track llama.cpp's. The scalar references
 // MatVecRef and MatMatRef (dequantise a row with planar.DequantRow, float
 // products) are the specification the kernels are tested against.
+//
+// On amd64 with AVX2 and F16C, the quantised formats run assembly kernels
+// generated with avo (see simd.go and _generate/) whose outputs are
+// bit-identical to the scalar kernels of kernels.go; SetSIMD turns them off
+// and the noasm build tag leaves them out.
 package cpu
 
 import (
@@ -104,12 +109,13 @@ func MatVec(m *Matrix, x, y []float32, pool *Pool) {
 // MatMat computes y[b][n] = sum_k W[n][k]*x[b][k] for b tokens: x is
 // [b][K] and y [b][N], both row-major. Each worker takes a range of rows and
 // runs every token over a block of rows while its tile is in cache, so the
-// weights are read from memory once per call, not once per token. For
-// quantised weights the activation codes of three tokens are packed into
-// one int64 per element, so that one multiply serves three tokens (see
-// split3). Each output has exactly the arithmetic of MatVec on its token:
-// the results do not depend on b, the pool or the token's place in the
-// batch.
+// weights are read from memory once per call, not once per token. With the
+// assembly kernels (simd.go) one unpacking of a row's weights serves eight
+// tokens; with the scalar ones, the activation codes of three tokens are
+// packed into one int64 per element, so that one multiply serves three
+// tokens (see split3). Each output has exactly the arithmetic of MatVec on
+// its token: the results do not depend on b, the pool, the token's place in
+// the batch or the kernel set.
 func MatMat(m *Matrix, x, y []float32, b int, pool *Pool) {
 	if pool == nil {
 		pool = serial
@@ -126,8 +132,17 @@ func MatMat(m *Matrix, x, y []float32, b int, pool *Pool) {
 	m.mustFit(x, y, b, j.lay.group[g.Columns])
 	x, y = x[:b*g.K], y[:b*g.N]
 	j.x, j.y = x, y
-	pool.scratch.prepare(g.Type, x, b, g.K)
-	if k := kindOf(g.Type); b > 1 && (k == actQ8_0 || k == actQ8_K) {
+	simd := simdOn.Load()
+	pool.scratch.prepare(g.Type, x, b, g.K, simd)
+	j.vec = simd && vecOK(g)
+	if j.vec {
+		gs := 1
+		if b > 1 {
+			gs = 4
+			j.vecPlan(pool)
+		}
+		pool.scratch.prepareVec(g.Type, b, g.K, gs)
+	} else if k := kindOf(g.Type); b > 1 && (k == actQ8_0 || k == actQ8_K) {
 		pool.scratch.pack3(b, g.K)
 		j.packed = true
 	}
@@ -166,11 +181,23 @@ type mmJob struct {
 	rb int       // rows per block
 	// packed: the codes of token triples are in s.p, for the dot3 kernels
 	packed bool
-	lay    blobLayout
+	// vec: the AVX2 kernels run (simd.go), with tbv tokens per pass and rbv
+	// rows per block for the token kernels
+	vec      bool
+	tbv, rbv int
+	lay      blobLayout
 }
 
-// Run computes rows [lo, hi) of y for every token.
-func (j *mmJob) Run(_, lo, hi int) {
+// Run computes rows [lo, hi) of y for every token, on worker w.
+func (j *mmJob) Run(w, lo, hi int) {
+	if j.vec {
+		if j.b == 1 {
+			j.vecRows(lo, hi)
+		} else {
+			j.vecToks(w, lo, hi)
+		}
+		return
+	}
 	g := j.m.G
 	r := g.RowsPerGroup()
 	l := &j.lay

@@ -122,7 +122,7 @@ func shapes(t planar.Type) []planar.Geometry {
 // on |x - that| for each element.
 func quantisedX(t planar.Type, x []float32, b, k int) (xq, bound []float32) {
 	var s scratch
-	s.prepare(t, x, b, k)
+	s.prepare(t, x, b, k, false)
 	xq = make([]float32, b*k)
 	bound = make([]float32, b*k)
 	switch kindOf(t) {
@@ -165,7 +165,15 @@ var testTypes = []planar.Type{planar.F32, planar.F16, planar.BF16, planar.Q4_0, 
 //     quantisation bound sum |w|*bound(x) plus accTol;
 //   - MatVec of each token equals MatMat's row bit for bit;
 //   - nothing is written past y.
+//
+// It runs with the scalar kernels and, where they run, the assembly ones.
 func TestMatMatAgainstRef(t *testing.T) {
+	for _, on := range simdModes() {
+		t.Run(modeName(on), func(t *testing.T) { withSIMD(on, func() { testMatMatAgainstRef(t) }) })
+	}
+}
+
+func testMatMatAgainstRef(t *testing.T) {
 	pools := []*Pool{nil, NewPool(2), NewPool(3)}
 	defer func() {
 		for _, p := range pools {
@@ -339,10 +347,16 @@ func TestCheck(t *testing.T) {
 }
 
 func TestNoAllocs(t *testing.T) {
+	for _, on := range simdModes() {
+		t.Run(modeName(on), func(t *testing.T) { withSIMD(on, func() { testNoAllocs(t) }) })
+	}
+}
+
+func testNoAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	pool := NewPool(2)
 	defer pool.Close()
-	for _, typ := range []planar.Type{planar.Q4_0, planar.Q4_K, planar.F16, planar.F32} {
+	for _, typ := range []planar.Type{planar.Q4_0, planar.Q5_0, planar.Q8_0, planar.Q4_K, planar.Q5_K, planar.Q6_K, planar.F16, planar.F32} {
 		g := planar.Geometry{Type: typ, N: 512, K: 512, Columns: 4, KTile: 256}
 		m := pack(t, g, randomGGUF(rng, typ, g.N, g.K))
 		x := randomX(rng, 4*g.K)

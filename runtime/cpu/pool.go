@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Task is a unit of parallel work: Run computes the index range [lo, hi) on
@@ -19,8 +20,13 @@ type Task interface {
 // run the row ranges of the matrix kernels (and any other Task). The calling
 // goroutine takes part in every job, so a Pool of n threads starts n-1
 // goroutines. A job hands out its ranges through an atomic counter, so a
-// slow worker does not hold the others back; starting one costs one channel
-// send per helper and nothing is allocated.
+// slow worker does not hold the others back, and nothing is allocated.
+//
+// After a job a helper polls for the next one for a short while (spinFor)
+// before it blocks on its channel: a decoding step runs a hundred or so
+// small products back to back, and waking a blocked goroutine costs tens of
+// microseconds, as much as a 0.5 MB product. The caller likewise polls for
+// the helpers to finish.
 //
 // A Pool runs one job at a time: concurrent callers are serialised. It also
 // owns the scratch buffers of the kernels (quantised activations), which
@@ -32,7 +38,8 @@ type Pool struct {
 	mu      sync.Mutex // held for the whole of a kernel call or For
 	threads int
 	wake    []chan struct{} // one per helper goroutine
-	done    sync.WaitGroup
+	state   []atomic.Int32  // one per helper: helperSpinning, helperParked or helperBusy
+	pending atomic.Int32    // helpers still running the current job
 	closed  bool
 
 	// the job being run
@@ -55,12 +62,41 @@ func NewPool(threads int) *Pool {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{threads: threads, wake: make([]chan struct{}, threads-1)}
+	p := &Pool{threads: threads, wake: make([]chan struct{}, threads-1), state: make([]atomic.Int32, threads-1)}
 	for i := range p.wake {
 		p.wake[i] = make(chan struct{}, 1)
-		go p.worker(i+1, p.wake[i])
+		go p.worker(i)
 	}
 	return p
+}
+
+// The states of a helper.
+const (
+	helperSpinning int32 = iota // polling for a job
+	helperParked                // blocked on its wake channel
+	helperBusy                  // handed a job
+)
+
+// spinFor is how long a helper polls for the next job, and the caller for
+// the helpers' end, before blocking.
+const spinFor = 200 * time.Microsecond
+
+// spin polls done until it returns true or spinFor has passed, yielding to
+// other goroutines now and then (so that it makes progress even with fewer
+// Ps than threads). It reports whether done returned true.
+func spin(done func() bool) bool {
+	start := time.Now()
+	for n := 1; ; n++ {
+		if done() {
+			return true
+		}
+		if n%256 == 0 {
+			if time.Since(start) > spinFor {
+				return false
+			}
+			runtime.Gosched()
+		}
+	}
 }
 
 // Threads returns the number of threads, the caller included.
@@ -88,10 +124,19 @@ func (p *Pool) Close() {
 	}
 }
 
-func (p *Pool) worker(id int, wake chan struct{}) {
-	for range wake {
-		p.drain(id)
-		p.done.Done()
+// worker runs the jobs of helper i (thread i+1) until the pool closes.
+func (p *Pool) worker(i int) {
+	st := &p.state[i]
+	busy := func() bool { return st.Load() == helperBusy }
+	for {
+		if !spin(busy) && st.CompareAndSwap(helperSpinning, helperParked) {
+			if _, ok := <-p.wake[i]; !ok {
+				return
+			}
+		}
+		p.drain(i + 1)
+		st.Store(helperSpinning) // before the caller can see the job done
+		p.pending.Add(-1)
 	}
 }
 
@@ -139,11 +184,17 @@ func (p *Pool) run(n, grain int, t Task) {
 	p.task, p.n, p.grain = t, n, grain
 	p.chunks = (n + grain - 1) / grain
 	p.next.Store(0)
-	p.done.Add(helpers)
+	p.pending.Store(int32(helpers))
 	for i := 0; i < helpers; i++ {
-		p.wake[i] <- struct{}{}
+		// A polling helper takes the job by itself; a blocked one is woken.
+		if !p.state[i].CompareAndSwap(helperSpinning, helperBusy) {
+			p.state[i].Store(helperBusy)
+			p.wake[i] <- struct{}{}
+		}
 	}
 	p.drain(0)
-	p.done.Wait()
+	for !spin(func() bool { return p.pending.Load() == 0 }) {
+		runtime.Gosched()
+	}
 	p.task = nil
 }

@@ -69,6 +69,12 @@ func TestPoolFor(t *testing.T) {
 // TestPoolConcurrentCallers runs MatVec from several goroutines on one pool:
 // calls are serialised and each gets its own correct result.
 func TestPoolConcurrentCallers(t *testing.T) {
+	for _, on := range simdModes() {
+		t.Run(modeName(on), func(t *testing.T) { withSIMD(on, func() { testPoolConcurrentCallers(t) }) })
+	}
+}
+
+func testPoolConcurrentCallers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	g := planar.Geometry{Type: planar.Q8_0, N: 300, K: 256, Columns: 4, KTile: 128}
 	m := pack(t, g, randomGGUF(rng, g.Type, g.N, g.K))

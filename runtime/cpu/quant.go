@@ -33,6 +33,17 @@ type scratch struct {
 	s []int32   // [B][K/32] block sums (Q8_0) or [B][K/16] bsums (Q8_K)
 	f []float32 // [B][K] rounded floats (F16, BF16)
 	p []int64   // [ceil(B/3)][K] codes of token triples packed by pack3
+
+	// The activations as the vector kernels read them (prepareVec): views
+	// of the arrays above or of the buffers below.
+	xa  []int8    // codes
+	xd  []float32 // scales
+	xs  []int32   // code sums per 32 (Q8_0 activations)
+	xbp []int16   // sums of pairs of bsums (Q8_K activations)
+	vq  []int8
+	vd  []float32
+	vs  []int32
+	vo  [][]float32 // per worker: [rows][tokens] outputs of the token kernels
 }
 
 func grow[T any](s []T, n int) []T {
@@ -67,13 +78,20 @@ func kindOf(t planar.Type) actKind {
 	return actF32
 }
 
-// prepare quantises the b rows of x ([b][k]) for weights of type t.
-func (s *scratch) prepare(t planar.Type, x []float32, b, k int) {
+// prepare quantises the b rows of x ([b][k]) for weights of type t; simd
+// lets it use the assembly quantiser, which gives the same bits for finite
+// activations.
+func (s *scratch) prepare(t planar.Type, x []float32, b, k int, simd bool) {
 	switch kindOf(t) {
 	case actQ8_0:
 		s.q = grow(s.q, b*k)
 		s.d = grow(s.d, b*k/32)
 		s.s = grow(s.s, b*k/32)
+		if nb := b * k / 32; simd && nb > 0 {
+			x := x[:32*nb]
+			quantQ8_0AVX2(&x[0], &s.q[:32*nb][0], &s.d[:nb][0], &s.s[:nb][0], nb)
+			return
+		}
 		for i := 0; i < b*k/32; i++ {
 			quantQ8_0(x[32*i:32*i+32], s.q[32*i:32*i+32], &s.d[i], &s.s[i])
 		}

@@ -1,0 +1,1689 @@
+// Command _generate writes the AVX2 kernels of package cpu with avo:
+//
+//	cd runtime/cpu && go generate
+//
+// runs `go run . -out ../kernels_amd64.s -stubs ../kernels_amd64.go -pkg cpu`
+// here. This is its own module so that the main module does not depend on
+// avo; the generated files are committed.
+//
+// Every kernel computes, lane by lane, exactly the arithmetic of its scalar
+// twin in kernels.go (the reference): the integer products of a block are
+// exact in int32 whatever their order, and each float operation (scale
+// product, block product, accumulation in block order, the add into y) is
+// the same IEEE single-precision operation on the same operands, only four
+// rows or four tokens at a time. No FMA is used, since the scalar code does
+// not fuse. So the results are bit-identical to the scalar kernels.
+//
+// Two shapes of kernel:
+//
+//   - Rows kernels (MatVec): one token, four rows per step; the lanes of the
+//     float vectors are the rows. y holds the rows' outputs, contiguous.
+//   - Toks kernels (MatMat): one row per step, four tokens per step; the
+//     lanes are the tokens. o holds [row][tokens] outputs.
+//
+// The activation layouts they read are built by scratch.prepareVec
+// (runtime/cpu/simd.go), where the format of each argument is described.
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+func main() {
+	ConstraintExpr("!noasm,gc")
+	constants()
+
+	rowsQ4("q4_0RowsAVX2", false)
+	rowsQ4("q5_0RowsAVX2", true)
+	rowsQ8("q8_0RowsAVX2")
+	rowsK("q4_KRowsAVX2", false)
+	rowsK("q5_KRowsAVX2", true)
+	rowsQ6("q6_KRowsAVX2")
+
+	toksQ4("q4_0ToksAVX2", false)
+	toksQ4("q5_0ToksAVX2", true)
+	toksQ8("q8_0ToksAVX2")
+	toksK("q4_KToksAVX2", false)
+	toksK("q5_KToksAVX2", true)
+	toksQ6("q6_KToksAVX2")
+
+	quantQ8_0()
+	permute64()
+
+	Generate()
+}
+
+// Constant tables.
+var (
+	c0F    Mem // 32 x 0x0f
+	ones16 Mem // 16 x int16 1
+	idx01  Mem // int32 [0 0 0 0 1 1 1 1]: VPERMD/VPERMPS index, [a b ...] -> [a a a a b b b b]
+	idxT   Mem // int32 [0 2 4 6 1 3 5 7]: [r0A r0B r1A r1B ...] -> [r0A r1A r2A r3A r0B ...]
+	hShuf  Mem // Q5: byte i of lane L <- byte 4L + i/4 of the pair's 8 high-bit bytes
+	hBit   Mem // Q5: byte i -> 1 << (2i mod 8)
+	scMask [4]Mem
+	c10    Mem    // 32 x 0x10
+	mMask  Mem    // K-quants: int16 j <- byte 8+j (the mins), 16 bytes
+	evOdd  Mem    // Q6_K: bytes 0,2,...,14 then 1,3,...,15 (16 bytes)
+	wMask  [8]Mem // Q6_K: int16 j of each lane, 8 times
+	absMsk Mem    // 8 x 0x7fffffff
+	f127   Mem    // float32 127
+	packIx Mem    // int32 [0 4 1 5 2 6 3 7]: undo the lane interleave of VPACKSS*
+	permB  Mem    // per lane: the 8 even bytes, then the 8 odd ones
+	// nearestInt: float32 1.5*2^23, the mantissa mask, 2^22; and 0xff
+	f1p5x2p23, m23, h22, ff Mem
+)
+
+func table(name string, b []byte) Mem {
+	m := GLOBL(name, RODATA|NOPTR)
+	for i := 0; i < len(b); i += 8 {
+		DATA(i, U64(binary.LittleEndian.Uint64(b[i:])))
+	}
+	return m
+}
+
+func constants() {
+	b := make([]byte, 32)
+	for i := range b {
+		b[i] = 0x0f
+	}
+	c0F = table("c0F", b)
+	b = make([]byte, 32)
+	for i := 0; i < 32; i += 2 {
+		b[i] = 1
+	}
+	ones16 = table("ones16", b)
+	b = make([]byte, 32)
+	for i := range b {
+		b[i] = 0x10
+	}
+	c10 = table("c10", b)
+	i32 := func(v ...uint32) []byte {
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], x)
+		}
+		return b
+	}
+	idx01 = table("idx01", i32(0, 0, 0, 0, 1, 1, 1, 1))
+	idxT = table("idxT", i32(0, 2, 4, 6, 1, 3, 5, 7))
+	b = make([]byte, 32)
+	for i := 0; i < 16; i++ {
+		b[i] = byte(i / 4)
+		b[16+i] = byte(4 + i/4)
+	}
+	hShuf = table("hShuf", b)
+	b = make([]byte, 32)
+	for i := 0; i < 32; i++ {
+		b[i] = 1 << ((2 * (i % 16)) % 8)
+	}
+	hBit = table("hBit", b)
+	// scMask[j]: from the 16 scalemin bytes broadcast to both lanes, lane 0
+	// gets sc[2j] as 8 int16, lane 1 sc[2j+1].
+	for j := 0; j < 4; j++ {
+		b = make([]byte, 32)
+		for i := 0; i < 8; i++ {
+			b[2*i], b[2*i+1] = byte(2*j), 0x80
+			b[16+2*i], b[16+2*i+1] = byte(2*j+1), 0x80
+		}
+		scMask[j] = table(fmt.Sprintf("scMask%d", j), b)
+	}
+	b = make([]byte, 16)
+	for j := 0; j < 8; j++ {
+		b[2*j], b[2*j+1] = byte(8+j), 0x80
+	}
+	mMask = table("mMask", b)
+	b = make([]byte, 16)
+	for i := 0; i < 8; i++ {
+		b[i], b[8+i] = byte(2*i), byte(2*i+1)
+	}
+	evOdd = table("evOdd", b)
+	for j := 0; j < 8; j++ {
+		b = make([]byte, 32)
+		for i := 0; i < 16; i++ {
+			b[2*i], b[2*i+1] = byte(2*j), byte(2*j+1)
+		}
+		wMask[j] = table(fmt.Sprintf("wMask%d", j), b)
+	}
+	absMsk = table("absMsk", i32(0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff))
+	f127 = table("f127", i32(0x42fe0000, 0))
+	packIx = table("packIx", i32(0, 4, 1, 5, 2, 6, 3, 7))
+	b = make([]byte, 32)
+	for i := 0; i < 8; i++ {
+		b[i], b[8+i] = byte(2*i), byte(2*i+1)
+		b[16+i], b[24+i] = byte(2*i), byte(2*i+1)
+	}
+	permB = table("permB", b)
+	f1p5x2p23 = table("f1p5x2p23", i32(0x4b400000, 0))
+	m23 = table("m23", i32(0x007fffff, 0))
+	h22 = table("h22", i32(0x00400000, 0))
+	ff = table("ff", i32(0xff, 0))
+}
+
+// param returns the stack slot of an argument, used as a variable by the
+// outer loops to keep the general registers for the inner ones.
+func param(name string) Mem {
+	b, err := Param(name).Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return b.Addr
+}
+
+// rowMem addresses row k (0..3) of a plane: base + k*stride + disp, with t =
+// base + 2*stride precomputed for row 3.
+func rowMem(base, stride, t Register, k, disp int) Mem {
+	switch k {
+	case 0:
+		return Mem{Base: base, Disp: disp}
+	case 1:
+		return Mem{Base: base, Index: stride, Scale: 1, Disp: disp}
+	case 2:
+		return Mem{Base: base, Index: stride, Scale: 2, Disp: disp}
+	}
+	return Mem{Base: t, Index: stride, Scale: 1, Disp: disp}
+}
+
+// reduce4 sums, per 128-bit lane, the four dwords of each of v[0..3]: lane
+// L of the result is [sum v0.L, sum v1.L, sum v2.L, sum v3.L]. Exact (int32).
+func reduce4(v [4]VecVirtual, y bool) VecVirtual {
+	mk := func() VecVirtual {
+		if y {
+			return YMM()
+		}
+		return XMM()
+	}
+	t0, t1 := mk(), mk()
+	VPUNPCKLDQ(v[1], v[0], t0) // [v0_0 v1_0 v0_1 v1_1]
+	VPUNPCKHDQ(v[1], v[0], t1) // [v0_2 v1_2 v0_3 v1_3]
+	VPADDD(t1, t0, t0)
+	t2, t3 := mk(), mk()
+	VPUNPCKLDQ(v[3], v[2], t2)
+	VPUNPCKHDQ(v[3], v[2], t3)
+	VPADDD(t3, t2, t2)
+	u := mk()
+	VPUNPCKHQDQ(t2, t0, u)  // [v0_13 v1_13 v2_13 v3_13]
+	VPUNPCKLQDQ(t2, t0, t0) // [v0_02 v1_02 v2_02 v3_02]
+	VPADDD(u, t0, t0)
+	return t0
+}
+
+// reduceGroups is reduce4 for the token groups of one pass, the trees of
+// the groups interleaved level by level so that the out-of-order core has
+// independent work next to every dependent step. v[g] are group g's four
+// inputs; it returns the reduced vector of each group.
+func reduceGroups(v [][4]VecVirtual) []VecVirtual {
+	n := len(v)
+	r01, r23 := make([]VecVirtual, n), make([]VecVirtual, n)
+	for lvl, pr := range [][2]int{{0, 1}, {2, 3}} {
+		for g := 0; g < n; g++ {
+			a, b := v[g][pr[0]], v[g][pr[1]]
+			t := YMM()
+			VPUNPCKLDQ(b, a, t)
+			VPUNPCKHDQ(b, a, a)
+			VPADDD(a, t, t)
+			if lvl == 0 {
+				r01[g] = t
+			} else {
+				r23[g] = t
+			}
+		}
+	}
+	for g := 0; g < n; g++ {
+		u := YMM()
+		VPUNPCKHQDQ(r23[g], r01[g], u)
+		VPUNPCKLQDQ(r23[g], r01[g], r01[g])
+		VPADDD(u, r01[g], r01[g])
+	}
+	return r01
+}
+
+// finishGroups does the float part of a pair for each group, interleaved:
+// isum (minus the sums in sub[g], if any), times dw*dx[g], added to acc[g]
+// block A then block B.
+func finishGroups(r []VecVirtual, sub []Mem, dx []Mem, dw VecVirtual, acc []VecVirtual) {
+	n := len(r)
+	if sub != nil {
+		for g := 0; g < n; g++ {
+			VPSUBD(sub[g], r[g], r[g])
+		}
+	}
+	for g := 0; g < n; g++ {
+		VCVTDQ2PS(r[g], r[g])
+	}
+	w := make([]VecVirtual, n)
+	for g := 0; g < n; g++ {
+		w[g] = YMM()
+		VMULPS(dx[g], dw, w[g])
+	}
+	for g := 0; g < n; g++ {
+		VMULPS(w[g], r[g], r[g])
+	}
+	for g := 0; g < n; g++ {
+		VADDPS(r[g].AsX(), acc[g], acc[g])
+	}
+	h := make([]VecVirtual, n)
+	for g := 0; g < n; g++ {
+		h[g] = XMM()
+		VEXTRACTF128(U8(1), r[g], h[g])
+	}
+	for g := 0; g < n; g++ {
+		VADDPS(h[g], acc[g], acc[g])
+	}
+}
+
+// fold adds the two 128-bit lanes of v: [a | b] -> a+b (xmm).
+func fold(v VecVirtual) VecVirtual {
+	h := XMM()
+	VEXTRACTI128(U8(1), v, h)
+	VPADDD(h, v.AsX(), h)
+	return h
+}
+
+// nibbles splits 32 bytes of 4-bit codes into lo (low nibbles) and hi.
+func nibbles(src Mem, m0F VecVirtual) (lo, hi VecVirtual) {
+	lo, hi = YMM(), YMM()
+	VMOVDQU(src, lo)
+	VPSRLW(U8(4), lo, hi)
+	VPAND(m0F, lo, lo)
+	VPAND(m0F, hi, hi)
+	return
+}
+
+// highBits ORs the 5th bits of two 32-element blocks into lo and hi (the
+// even and odd elements of each block, see nibbles): src is the blocks' 8
+// high bytes, bit e of each block's little-endian u32 for element e.
+func highBits(src Mem, lo, hi VecVirtual) {
+	h := YMM()
+	VPBROADCASTQ(src, h)
+	VPSHUFB(hShuf, h, h) // byte i of lane L: the byte holding the bits of elements 2i, 2i+1
+	e := YMM()
+	VPAND(hBit, h, e)
+	VPCMPEQB(hBit, e, e) // 0xff where element 2i has its 5th bit
+	VPAND(c10, e, e)
+	VPOR(e, lo, lo)
+	VPSRLW(U8(1), h, h) // bit 2i+1 to bit 2i; bit 7, from the next byte, is masked off
+	VPAND(hBit, h, h)
+	VPCMPEQB(hBit, h, h)
+	VPAND(c10, h, h)
+	VPOR(h, hi, hi)
+}
+
+// gather4 loads the dword at base + k*stride for rows k = 0..3 into an xmm.
+func gather4(base, stride Register) VecVirtual {
+	g := XMM()
+	VMOVD(Mem{Base: base}, g)
+	VPINSRD(U8(1), Mem{Base: base, Index: stride, Scale: 1}, g, g)
+	VPINSRD(U8(2), Mem{Base: base, Index: stride, Scale: 2}, g, g)
+	t := GP64()
+	LEAQ(Mem{Base: base, Index: stride, Scale: 2}, t)
+	VPINSRD(U8(3), Mem{Base: t, Index: stride, Scale: 1}, g, g)
+	return g
+}
+
+// halvesT converts the f16 pairs [r0a r0b r1a r1b r2a r2b r3a r3b] of g to
+// float32 [r0a r1a r2a r3a | r0b r1b r2b r3b].
+func halvesT(g VecVirtual) VecVirtual {
+	w := YMM()
+	VCVTPH2PS(g, w)
+	it := YMM()
+	VMOVDQU(idxT, it)
+	VPERMPS(w, it, w)
+	return w
+}
+
+// bcast2 loads the two dwords at m and spreads them [a a a a | b b b b].
+func bcast2(m Mem) VecVirtual {
+	v := XMM()
+	VMOVQ(m, v)
+	idx := YMM()
+	VMOVDQU(idx01, idx)
+	w := YMM()
+	VPERMD(v.AsY(), idx, w)
+	return w
+}
+
+// addTo accumulates the 8 lanes [A | B] of f into the 4 lanes of acc, A
+// then B.
+func addTo(f VecVirtual, acc VecVirtual) {
+	VADDPS(f.AsX(), acc, acc)
+	h := XMM()
+	VEXTRACTF128(U8(1), f, h)
+	VADDPS(h, acc, acc)
+}
+
+// store writes acc to p, or adds it to p's values when the add argument is
+// not 0: y = acc on the first K-tile of a row, y = y + acc on the others.
+func store(name string, acc VecVirtual, p Register, add Mem) {
+	CMPQ(add, U8(0))
+	JE(LabelRef(name + "_store"))
+	VADDPS(Mem{Base: p}, acc, acc)
+	Label(name + "_store")
+	VMOVUPS(acc, Mem{Base: p})
+}
+
+// advance adds n*stride to the pointer argument name.
+func advance(name string, stride Register, n int) {
+	p := Load(Param(name), GP64())
+	LEAQ(Mem{Base: p, Index: stride, Scale: uint8(n)}, p)
+	Store(p, Param(name))
+}
+
+// addParam adds the argument by to the pointer argument name.
+func addParam(name, by string) {
+	p := Load(Param(name), GP64())
+	ADDQ(param(by), p)
+	Store(p, Param(name))
+}
+
+// rowsDoc documents a rows kernel by its reference loop (kernels.go).
+func rowsDoc(name, ref string) {
+	Doc(name+" multiplies rows rows (a multiple of 4) of tiles K-tiles, the",
+		"tiles tstride bytes apart in every plane, with one token, four rows at a",
+		"time, with exactly the arithmetic of the scalar kernel:",
+		"",
+		"\tfor t := range tiles {",
+		"\t\tfor i := range rows {",
+		"\t\t\tv := "+ref,
+		"\t\t\tif t == 0 { y[i] = v } else { y[i] += v }",
+		"\t\t}",
+		"\t}")
+}
+
+// toksDoc documents a token kernel by its reference loop.
+func toksDoc(name, ref string) {
+	Doc(name+" multiplies rows rows of one K-tile with groups groups of four",
+		"tokens (layouts in scratch.prepareVec), one row at a time, with exactly",
+		"the arithmetic of the scalar kernel, into o ([rows][4*groups] floats,",
+		"ostride bytes per row):",
+		"",
+		"\tfor i := range rows {",
+		"\t\tfor k := range 4 * groups {",
+		"\t\t\tv := "+ref+"(row i; token k)",
+		"\t\t\tif add == 0 { o[i][k] = v } else { o[i][k] += v }",
+		"\t\t}",
+		"\t}")
+}
+
+// tileVars are the rows kernels' per-K-tile variables: the plane
+// pointers of the current tile, the output pointer and the rows left, and
+// whether to add to y (every tile but the first).
+type tileVars struct {
+	planes []string
+	local  map[string]Mem
+	rows   Mem
+	y      Mem
+	add    Mem
+}
+
+// beginTiles allocates the variables and opens the K-tile loop; the rows
+// kernels take tiles K-tiles, tstride bytes apart in every plane.
+func beginTiles(name string, planes ...string) *tileVars {
+	v := &tileVars{planes: planes, local: map[string]Mem{}}
+	for _, p := range planes {
+		v.local[p] = AllocLocal(8)
+	}
+	v.rows, v.y, v.add = AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	MOVQ(U32(0), v.add)
+	Label(name + "_tile")
+	for _, p := range planes {
+		r := Load(Param(p), GP64())
+		MOVQ(r, v.local[p])
+	}
+	r := Load(Param("rows"), GP64())
+	MOVQ(r, v.rows)
+	r = Load(Param("y"), GP64())
+	MOVQ(r, v.y)
+	return v
+}
+
+// load returns the current tile's pointer of plane p.
+func (v *tileVars) load(p string) Register {
+	r := GP64()
+	MOVQ(v.local[p], r)
+	return r
+}
+
+// nextRows stores acc to the four rows' outputs and moves the plane
+// pointers on by four rows.
+func (v *tileVars) nextRows(name string, acc VecVirtual, strides map[string]Register) {
+	y := GP64()
+	MOVQ(v.y, y)
+	store(name, acc, y, v.add)
+	ADDQ(U8(16), y)
+	MOVQ(y, v.y)
+	for _, p := range v.planes {
+		r := v.load(p)
+		LEAQ(Mem{Base: r, Index: strides[p], Scale: 4}, r)
+		MOVQ(r, v.local[p])
+	}
+	SUBQ(U8(4), v.rows)
+	JMP(LabelRef(name + "_rows"))
+}
+
+// endTiles closes the K-tile loop: the planes move on by tstride, the
+// caller's advance moves the activations, and the next tiles add to y.
+func (v *tileVars) endTiles(name string, advance func()) {
+	Label(name + "_rowsdone")
+	for _, p := range v.planes {
+		addParam(p, "tstride")
+	}
+	advance()
+	MOVQ(U32(1), v.add)
+	DECQ(param("tiles"))
+	JNZ(LabelRef(name + "_tile"))
+	VZEROUPPER()
+	RET()
+}
+
+// rowsQ4 writes the Q4_0 (q5: Q5_0) rows kernel: rows (a multiple of 4)
+// rows of tiles K-tiles against one token. Per pair of 32-blocks: codes 32
+// bytes per row, high 8 bytes, scales 4 bytes (two f16); a is the token's
+// codes, 64 bytes per pair (permuted: see scratch.prepareVec), d and s its
+// scales and code sums, 2 per pair.
+func rowsQ4(name string, q5 bool) {
+	sig := "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)"
+	bias := 3 // w = q - 8: subtract 8*sum(a)
+	planes := []string{"codes", "scales"}
+	if q5 {
+		sig = "func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)"
+		bias = 4
+		planes = append(planes, "high")
+	}
+	TEXT(name, NOSPLIT, sig)
+	ref, args := "dotQ4_0", "codes, scales"
+	if q5 {
+		ref, args = "dotQ5_0", "codes, high, scales"
+	}
+	rowsDoc(name, ref+"("+args+" of row i, tile t; the token's codes, scales and sums of tile t)")
+	Pragma("noescape")
+	cs := Load(Param("cstride"), GP64())
+	ss := Load(Param("sstride"), GP64())
+	strides := map[string]Register{"codes": cs, "scales": ss}
+	var hs Register
+	if q5 {
+		hs = Load(Param("hstride"), GP64())
+		strides["high"] = hs
+	}
+	a := Load(Param("a"), GP64())
+	d := Load(Param("d"), GP64())
+	s := Load(Param("s"), GP64())
+	lim := Load(Param("np"), GP64())
+	SHLQ(U8(3), lim)
+	m0F, ones := YMM(), YMM()
+	VMOVDQU(c0F, m0F)
+	VMOVDQU(ones16, ones)
+	tv := beginTiles(name, planes...)
+
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psc := tv.load("codes"), tv.load("scales")
+	var ph Register
+	if q5 {
+		ph = tv.load("high")
+	}
+	x := GP64() // 8*pair
+	XORQ(x, x)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+
+	Label(name + "_pair")
+	t := GP64()
+	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+	var th Register
+	if q5 {
+		th = GP64()
+		LEAQ(Mem{Base: ph, Index: hs, Scale: 2}, th)
+	}
+	var v [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		lo, hi := nibbles(rowMem(pc, cs, t, k, 0), m0F)
+		if q5 {
+			highBits(rowMem(ph, hs, th, k, 0), lo, hi)
+		}
+		VPMADDUBSW(Mem{Base: a, Index: x, Scale: 8}, lo, lo)
+		VPMADDUBSW(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, hi, hi)
+		VPADDW(hi, lo, lo)
+		v[k] = YMM()
+		VPMADDWD(ones, lo, v[k])
+	}
+	r := reduce4(v, true) // [r0A r1A r2A r3A | r0B r1B r2B r3B] sum(q*a)
+	sb := bcast2(Mem{Base: s, Index: x, Scale: 1})
+	VPSLLD(U8(bias), sb, sb)
+	VPSUBD(sb, r, r)
+	f := YMM()
+	VCVTDQ2PS(r, f)
+	dw := halvesT(gather4(psc, ss))
+	dx := bcast2(Mem{Base: d, Index: x, Scale: 1})
+	VMULPS(dx, dw, dw) // d_w * d_x
+	VMULPS(dw, f, f)   // float32(isum) * (d_w*d_x)
+	addTo(f, acc)
+	ADDQ(U8(32), pc)
+	ADDQ(U8(4), psc)
+	if q5 {
+		ADDQ(U8(8), ph)
+	}
+	ADDQ(U8(8), x)
+	CMPQ(x, lim)
+	JL(LabelRef(name + "_pair"))
+	tv.nextRows(name, acc, strides)
+
+	tv.endTiles(name, func() {
+		LEAQ(Mem{Base: a, Index: lim, Scale: 8}, a) // 64 bytes per pair
+		ADDQ(lim, d)                                // 2 floats per pair
+		ADDQ(lim, s)
+	})
+}
+
+// rowsQ8 writes the Q8_0 rows kernel: per pair of blocks 64 code bytes and
+// 4 scale bytes per row; a 64 bytes per pair, d 2 scales per pair.
+func rowsQ8(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int)")
+	rowsDoc(name, "dotQ8_0(codes, scales of row i, tile t; the token's codes and scales of tile t)")
+	Pragma("noescape")
+	cs := Load(Param("cstride"), GP64())
+	ss := Load(Param("sstride"), GP64())
+	a := Load(Param("a"), GP64())
+	d := Load(Param("d"), GP64())
+	lim := Load(Param("np"), GP64())
+	SHLQ(U8(3), lim)
+	ones := YMM()
+	VMOVDQU(ones16, ones)
+	tv := beginTiles(name, "codes", "scales")
+
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psc := tv.load("codes"), tv.load("scales")
+	x := GP64()
+	XORQ(x, x)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+
+	Label(name + "_pair")
+	aA, aB := YMM(), YMM()
+	VMOVDQU(Mem{Base: a, Index: x, Scale: 8}, aA)
+	VMOVDQU(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, aB)
+	t := GP64()
+	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+	var v [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		var p [2]VecVirtual
+		for h, ah := range []VecVirtual{aA, aB} {
+			c, sg := YMM(), YMM()
+			VMOVDQU(rowMem(pc, cs, t, k, 32*h), c)
+			VPSIGNB(c, ah, sg) // a*sign(w)
+			VPABSB(c, c)       // |w|
+			VPMADDUBSW(sg, c, sg)
+			VPMADDWD(ones, sg, sg)
+			p[h] = sg
+		}
+		v[k] = YMM()
+		VPERM2I128(U8(0x20), p[1], p[0], v[k]) // [A.lo | B.lo]
+		VPERM2I128(U8(0x31), p[1], p[0], p[0]) // [A.hi | B.hi]
+		VPADDD(p[0], v[k], v[k])
+	}
+	r := reduce4(v, true)
+	f := YMM()
+	VCVTDQ2PS(r, f)
+	dw := halvesT(gather4(psc, ss))
+	dx := bcast2(Mem{Base: d, Index: x, Scale: 1})
+	VMULPS(dx, dw, dw)
+	VMULPS(dw, f, f)
+	addTo(f, acc)
+	ADDQ(U8(64), pc)
+	ADDQ(U8(4), psc)
+	ADDQ(U8(8), x)
+	CMPQ(x, lim)
+	JL(LabelRef(name + "_pair"))
+	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss})
+
+	tv.endTiles(name, func() {
+		LEAQ(Mem{Base: a, Index: lim, Scale: 8}, a)
+		ADDQ(lim, d)
+	})
+}
+
+// rowsK writes the Q4_K (q5: Q5_K) rows kernel. Per super-block of 256 and
+// row: codes 128 bytes, high 32, scalemins 16 (8 scales, 8 mins), dmin 4 (f16
+// d, f16 dmin); per super-block of the token: a 256 codes (permuted), d one
+// scale, bp 8 int16 sums of pairs of bsums.
+func rowsK(name string, q5 bool) {
+	sig := "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)"
+	planes := []string{"codes", "sm", "dm"}
+	if q5 {
+		sig = "func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)"
+		planes = append(planes, "high")
+	}
+	TEXT(name, NOSPLIT, sig)
+	ref, args := "dotQ4_K", "codes, sm, dm"
+	if q5 {
+		ref, args = "dotQ5_K", "codes, high, sm, dm"
+	}
+	rowsDoc(name, ref+"("+args+" of row i, tile t; the token's codes, scales and bsums of tile t)")
+	Pragma("noescape")
+	cnt := AllocLocal(8)
+	cs := Load(Param("cstride"), GP64())
+	ms := Load(Param("mstride"), GP64())
+	ds := Load(Param("dstride"), GP64())
+	strides := map[string]Register{"codes": cs, "sm": ms, "dm": ds}
+	var hs Register
+	if q5 {
+		hs = Load(Param("hstride"), GP64())
+		strides["high"] = hs
+	}
+	m0F := YMM()
+	VMOVDQU(c0F, m0F)
+	tv := beginTiles(name, planes...)
+
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psm, pdm := tv.load("codes"), tv.load("sm"), tv.load("dm")
+	var ph Register
+	if q5 {
+		ph = tv.load("high")
+	}
+	pa := Load(Param("a"), GP64())
+	pd := Load(Param("d"), GP64())
+	pbp := Load(Param("bp"), GP64())
+	n := Load(Param("nsb"), GP64())
+	MOVQ(n, cnt)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+
+	Label(name + "_sb")
+	t := GP64()
+	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+	tm := GP64()
+	LEAQ(Mem{Base: psm, Index: ms, Scale: 2}, tm)
+	var th Register
+	if q5 {
+		th = GP64()
+		LEAQ(Mem{Base: ph, Index: hs, Scale: 2}, th)
+	}
+	var v [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		smv := YMM()
+		VBROADCASTI128(rowMem(psm, ms, tm, k, 0), smv)
+		for j := 0; j < 4; j++ {
+			lo, hi := nibbles(rowMem(pc, cs, t, k, 32*j), m0F)
+			if q5 {
+				highBits(rowMem(ph, hs, th, k, 8*j), lo, hi)
+			}
+			VPMADDUBSW(Mem{Base: pa, Disp: 64 * j}, lo, lo)
+			VPMADDUBSW(Mem{Base: pa, Disp: 64*j + 32}, hi, hi)
+			VPADDW(hi, lo, lo)
+			sc := YMM()
+			VPSHUFB(scMask[j], smv, sc)
+			VPMADDWD(sc, lo, lo) // sc_j * sum(q*a) per dword
+			if j == 0 {
+				v[k] = lo
+			} else {
+				VPADDD(lo, v[k], v[k])
+			}
+		}
+	}
+	si := fold(reduce4(v, true)) // sumi of rows 0..3
+	var m [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		mv := XMM()
+		VMOVDQU(rowMem(psm, ms, tm, k, 0), mv)
+		VPSHUFB(mMask, mv, mv) // the 8 mins as int16
+		m[k] = XMM()
+		VPMADDWD(Mem{Base: pbp}, mv, m[k])
+	}
+	sm := reduce4(m, false)         // summ of rows 0..3
+	dw := halvesT(gather4(pdm, ds)) // [d r0..3 | dmin r0..3]
+	dx := YMM()
+	VBROADCASTSS(Mem{Base: pd}, dx)
+	VMULPS(dx, dw, dw)
+	fi, fm := XMM(), XMM()
+	VCVTDQ2PS(si, fi)
+	VCVTDQ2PS(sm, fm)
+	VMULPS(dw.AsX(), fi, fi) // dd*float32(sumi)
+	dmn := XMM()
+	VEXTRACTF128(U8(1), dw, dmn)
+	VMULPS(dmn, fm, fm) // dmin*float32(summ)
+	VSUBPS(fm, fi, fi)
+	VADDPS(fi, acc, acc)
+	ADDQ(U8(128), pc)
+	if q5 {
+		ADDQ(U8(32), ph)
+	}
+	ADDQ(U8(16), psm)
+	ADDQ(U8(4), pdm)
+	ADDQ(U32(256), pa)
+	ADDQ(U8(4), pd)
+	ADDQ(U8(16), pbp)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_sb"))
+	tv.nextRows(name, acc, strides)
+
+	tv.endTiles(name, func() {
+		n := Load(Param("nsb"), GP64())
+		m := GP64()
+		MOVQ(n, m)
+		SHLQ(U8(2), m) // 4 bytes of d per super-block
+		r := Load(Param("d"), GP64())
+		ADDQ(m, r)
+		Store(r, Param("d"))
+		SHLQ(U8(2), m) // 16 bytes of bp
+		r = Load(Param("bp"), GP64())
+		ADDQ(m, r)
+		Store(r, Param("bp"))
+		SHLQ(U8(8), n) // 256 codes
+		r = Load(Param("a"), GP64())
+		ADDQ(n, r)
+		Store(r, Param("a"))
+	})
+}
+
+// rowsQ6 writes the Q6_K rows kernel. Per super-block and row: codes 256
+// int8 (q-32), scales 16 int8, dp 2 bytes (f16 d); per super-block of the
+// token: a 256 codes, d one scale.
+func rowsQ6(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int)")
+	rowsDoc(name, "dotQ6_K(codes, scales, dp of row i, tile t; the token's codes and scales of tile t)")
+	Pragma("noescape")
+	cnt := AllocLocal(8)
+	cs := Load(Param("cstride"), GP64())
+	ss := Load(Param("sstride"), GP64())
+	ds := Load(Param("dstride"), GP64())
+	tv := beginTiles(name, "codes", "scales", "dp")
+
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psc, pdp := tv.load("codes"), tv.load("scales"), tv.load("dp")
+	pa := Load(Param("a"), GP64())
+	pd := Load(Param("d"), GP64())
+	n := Load(Param("nsb"), GP64())
+	MOVQ(n, cnt)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+
+	Label(name + "_sb")
+	t := GP64()
+	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+	ts := GP64()
+	LEAQ(Mem{Base: psc, Index: ss, Scale: 2}, ts)
+	var v [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		sv := XMM()
+		VMOVDQU(rowMem(psc, ss, ts, k, 0), sv)
+		VPSHUFB(evOdd, sv, sv)
+		u := YMM()
+		VPMOVSXBW(sv, u) // [even scales | odd scales] as int16
+		for j := 0; j < 8; j++ {
+			c, av := YMM(), YMM()
+			VMOVDQU(rowMem(pc, cs, t, k, 32*j), c)
+			VMOVDQU(Mem{Base: pa, Disp: 32 * j}, av)
+			VPSIGNB(c, av, av)
+			VPABSB(c, c)
+			VPMADDUBSW(av, c, c)
+			sc := YMM()
+			VPSHUFB(wMask[j], u, sc) // [scale 2j x8 | scale 2j+1 x8]
+			VPMADDWD(sc, c, c)
+			if j == 0 {
+				v[k] = c
+			} else {
+				VPADDD(c, v[k], v[k])
+			}
+		}
+	}
+	si := fold(reduce4(v, true))
+	g := XMM()
+	VPXOR(g, g, g)
+	VPINSRW(U8(0), Mem{Base: pdp}, g, g)
+	VPINSRW(U8(1), Mem{Base: pdp, Index: ds, Scale: 1}, g, g)
+	VPINSRW(U8(2), Mem{Base: pdp, Index: ds, Scale: 2}, g, g)
+	t3 := GP64()
+	LEAQ(Mem{Base: pdp, Index: ds, Scale: 2}, t3)
+	VPINSRW(U8(3), Mem{Base: t3, Index: ds, Scale: 1}, g, g)
+	dw := XMM()
+	VCVTPH2PS(g, dw)
+	dx := XMM()
+	VBROADCASTSS(Mem{Base: pd}, dx)
+	VMULPS(dx, dw, dw)
+	f := XMM()
+	VCVTDQ2PS(si, f)
+	VMULPS(dw, f, f)
+	VADDPS(f, acc, acc)
+	ADDQ(U32(256), pc)
+	ADDQ(U8(16), psc)
+	ADDQ(U8(2), pdp)
+	ADDQ(U32(256), pa)
+	ADDQ(U8(4), pd)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_sb"))
+	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss, "dp": ds})
+
+	tv.endTiles(name, func() {
+		n := Load(Param("nsb"), GP64())
+		m := GP64()
+		MOVQ(n, m)
+		SHLQ(U8(2), m) // 4 bytes of d per super-block
+		r := Load(Param("d"), GP64())
+		ADDQ(m, r)
+		Store(r, Param("d"))
+		SHLQ(U8(8), n) // 256 codes per super-block
+		r = Load(Param("a"), GP64())
+		ADDQ(n, r)
+		Store(r, Param("a"))
+	})
+}
+
+// The token kernels take groups of four tokens: a, d, s and bp point at
+// group 0 for the tile's first pair or super-block, group g is ag (dg, bg)
+// bytes further. Inside a group: a has 256 bytes per pair (Q8_0 activations:
+// token l at 64*l) or 1024 per super-block (token l at 256*l); d and s 16
+// bytes per block (token l at 4*l); bp 64 bytes per super-block (token l at
+// 16*l). o receives row r, group g at o + r*ostride + 16*g.
+
+// toksQ4 writes the Q4_0 (q5: Q5_0) token kernel. s holds the code sums
+// already multiplied by 8 (Q4_0) or 16 (Q5_0). Two groups (eight tokens)
+// share each unpacking of the weights while two remain, then one.
+func toksQ4(name string, q5 bool) {
+	sig := "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add int)"
+	if q5 {
+		sig = "func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	ref := "dotQ4_0"
+	if q5 {
+		ref = "dotQ5_0"
+	}
+	toksDoc(name, ref)
+	Pragma("noescape")
+	gcnt := AllocLocal(8)
+	pag, pdg, psg := AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	lim := Load(Param("np"), GP64())
+	SHLQ(U8(2), lim)
+	m0F, ones := YMM(), YMM()
+	VMOVDQU(c0F, m0F)
+	VMOVDQU(ones16, ones)
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	pc := Load(Param("codes"), GP64())
+	psc := Load(Param("scales"), GP64())
+	var ph Register
+	if q5 {
+		ph = Load(Param("high"), GP64())
+	}
+	po := Load(Param("o"), GP64())
+	for _, c := range []struct {
+		dst Mem
+		src string
+	}{{pag, "a"}, {pdg, "d"}, {psg, "s"}, {gcnt, "groups"}} {
+		r := Load(Param(c.src), GP64())
+		MOVQ(r, c.dst)
+	}
+
+	// pass runs groups groups (1 or 2) from the current ones.
+	pass := func(label string, groups int) {
+		pa, pd, ps := GP64(), GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		MOVQ(psg, ps)
+		var agr, pd1, ps1 Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			pd1, ps1 = GP64(), GP64()
+			MOVQ(pd, pd1)
+			ADDQ(param("dg"), pd1)
+			MOVQ(ps, ps1)
+			ADDQ(param("dg"), ps1)
+		}
+		x := GP64() // 4*pair
+		XORQ(x, x)
+		acc := make([]VecVirtual, groups)
+		for i := range acc {
+			acc[i] = XMM()
+			VXORPS(acc[i], acc[i], acc[i])
+		}
+
+		Label(label)
+		lo, hi := nibbles(Mem{Base: pc, Index: x, Scale: 8}, m0F)
+		if q5 {
+			highBits(Mem{Base: ph, Index: x, Scale: 2}, lo, hi)
+		}
+		g := XMM()
+		VMOVD(Mem{Base: psc, Index: x, Scale: 1}, g)
+		VCVTPH2PS(g, g) // [dA dB 0 0]
+		idx := YMM()
+		VMOVDQU(idx01, idx)
+		dw := YMM()
+		VPERMPS(g.AsY(), idx, dw) // [dA x4 | dB x4]
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		v := make([][4]VecVirtual, groups)
+		for l := 0; l < 4; l++ {
+			for gi := 0; gi < groups; gi++ {
+				p, q := YMM(), YMM()
+				VPMADDUBSW(am(gi, 64*l), lo, p)
+				VPMADDUBSW(am(gi, 64*l+32), hi, q)
+				VPADDW(q, p, p)
+				v[gi][l] = p
+			}
+		}
+		for l := 0; l < 4; l++ {
+			for gi := 0; gi < groups; gi++ {
+				VPMADDWD(ones, v[gi][l], v[gi][l])
+			}
+		}
+		r := reduceGroups(v) // per group [t0A..t3A | t0B..t3B]
+		sub, dx := []Mem{{Base: ps, Index: x, Scale: 8}}, []Mem{{Base: pd, Index: x, Scale: 8}}
+		if groups == 2 {
+			sub = append(sub, Mem{Base: ps1, Index: x, Scale: 8})
+			dx = append(dx, Mem{Base: pd1, Index: x, Scale: 8})
+		}
+		finishGroups(r, sub, dx, dw, acc)
+		ADDQ(U32(256), pa)
+		ADDQ(U8(4), x)
+		CMPQ(x, lim)
+		JL(LabelRef(label))
+
+		for gi := 0; gi < groups; gi++ {
+			store(fmt.Sprintf("%s%d", label, gi), acc[gi], po, param("add"))
+			ADDQ(U8(16), po)
+		}
+		for _, c := range []struct {
+			dst Mem
+			by  string
+		}{{pag, "ag"}, {pdg, "dg"}, {psg, "dg"}} {
+			r := GP64()
+			MOVQ(c.dst, r)
+			ADDQ(param(c.by), r)
+			if groups == 2 {
+				ADDQ(param(c.by), r)
+			}
+			MOVQ(r, c.dst)
+		}
+		SUBQ(U8(groups), gcnt)
+	}
+
+	Label(name + "_group")
+	CMPQ(gcnt, U8(2))
+	JL(LabelRef(name + "_one"))
+	pass(name+"_pair2", 2)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_one")
+	CMPQ(gcnt, U8(1))
+	JL(LabelRef(name + "_rowdone"))
+	pass(name+"_pair1", 1)
+
+	Label(name + "_rowdone")
+	addParam("codes", "cstride")
+	addParam("scales", "sstride")
+	if q5 {
+		addParam("high", "hstride")
+	}
+	addParam("o", "ostride")
+	DECQ(param("rows"))
+	JMP(LabelRef(name + "_rows"))
+
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// toksQ8 writes the Q8_0 token kernel, two groups per pass as toksQ4.
+func toksQ8(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, ag, dg, np, groups int, o *float32, ostride, rows, add int)")
+	toksDoc(name, "dotQ8_0")
+	Pragma("noescape")
+	gcnt := AllocLocal(8)
+	pag, pdg := AllocLocal(8), AllocLocal(8)
+	lim := Load(Param("np"), GP64())
+	SHLQ(U8(2), lim)
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	pc0 := Load(Param("codes"), GP64())
+	psc := Load(Param("scales"), GP64())
+	po := Load(Param("o"), GP64())
+	for _, c := range []struct {
+		dst Mem
+		src string
+	}{{pag, "a"}, {pdg, "d"}, {gcnt, "groups"}} {
+		r := Load(Param(c.src), GP64())
+		MOVQ(r, c.dst)
+	}
+
+	pass := func(label string, groups int) {
+		pa, pd, pc := GP64(), GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		MOVQ(pc0, pc)
+		var agr, pd1 Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			pd1 = GP64()
+			MOVQ(pd, pd1)
+			ADDQ(param("dg"), pd1)
+		}
+		x := GP64()
+		XORQ(x, x)
+		acc := make([]VecVirtual, groups)
+		for i := range acc {
+			acc[i] = XMM()
+			VXORPS(acc[i], acc[i], acc[i])
+		}
+
+		Label(label)
+		cA, cB := Mem{Base: pc}, Mem{Base: pc, Disp: 32} // the signs, read in place
+		wA, wB := YMM(), YMM()
+		VPABSB(cA, wA)
+		VPABSB(cB, wB)
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		v := make([][4]VecVirtual, groups)
+		for l := 0; l < 4; l++ {
+			for gi := 0; gi < groups; gi++ {
+				var p [2]VecVirtual
+				for h, c := range []Mem{cA, cB} {
+					w := []VecVirtual{wA, wB}[h]
+					sg := YMM()
+					VMOVDQU(am(gi, 64*l+32*h), sg)
+					VPSIGNB(c, sg, sg)
+					VPMADDUBSW(sg, w, sg)
+					VPMADDWD(ones16, sg, sg)
+					p[h] = sg
+				}
+				v[gi][l] = YMM()
+				VPERM2I128(U8(0x20), p[1], p[0], v[gi][l])
+				VPERM2I128(U8(0x31), p[1], p[0], p[0])
+				VPADDD(p[0], v[gi][l], v[gi][l])
+			}
+		}
+		r := reduceGroups(v)
+		g := XMM()
+		VMOVD(Mem{Base: psc, Index: x, Scale: 1}, g)
+		VCVTPH2PS(g, g)
+		idx := YMM()
+		VMOVDQU(idx01, idx)
+		dw := YMM()
+		VPERMPS(g.AsY(), idx, dw)
+		dx := []Mem{{Base: pd, Index: x, Scale: 8}}
+		if groups == 2 {
+			dx = append(dx, Mem{Base: pd1, Index: x, Scale: 8})
+		}
+		finishGroups(r, nil, dx, dw, acc)
+		ADDQ(U32(256), pa)
+		ADDQ(U8(64), pc)
+		ADDQ(U8(4), x)
+		CMPQ(x, lim)
+		JL(LabelRef(label))
+
+		for gi := 0; gi < groups; gi++ {
+			store(fmt.Sprintf("%s%d", label, gi), acc[gi], po, param("add"))
+			ADDQ(U8(16), po)
+		}
+		for _, c := range []struct {
+			dst Mem
+			by  string
+		}{{pag, "ag"}, {pdg, "dg"}} {
+			r := GP64()
+			MOVQ(c.dst, r)
+			ADDQ(param(c.by), r)
+			if groups == 2 {
+				ADDQ(param(c.by), r)
+			}
+			MOVQ(r, c.dst)
+		}
+		SUBQ(U8(groups), gcnt)
+	}
+
+	Label(name + "_group")
+	CMPQ(gcnt, U8(2))
+	JL(LabelRef(name + "_one"))
+	pass(name+"_pair2", 2)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_one")
+	CMPQ(gcnt, U8(1))
+	JL(LabelRef(name + "_rowdone"))
+	pass(name+"_pair1", 1)
+
+	Label(name + "_rowdone")
+	addParam("codes", "cstride")
+	addParam("scales", "sstride")
+	addParam("o", "ostride")
+	DECQ(param("rows"))
+	JMP(LabelRef(name + "_rows"))
+
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// toksK writes the Q4_K (q5: Q5_K) token kernel, two groups per pass while
+// two remain, as toksQ4; the float accumulators, touched once per
+// super-block, live on the stack.
+func toksK(name string, q5 bool) {
+	sig := "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add int)"
+	if q5 {
+		sig = "func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add int)"
+	}
+	TEXT(name, NOSPLIT, sig)
+	ref := "dotQ4_K"
+	if q5 {
+		ref = "dotQ5_K"
+	}
+	toksDoc(name, ref)
+	Pragma("noescape")
+	gcnt, cnt := AllocLocal(8), AllocLocal(8)
+	pag, pdg, pbg := AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	accm := []Mem{AllocLocal(16), AllocLocal(16)}
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	for _, c := range []struct {
+		dst Mem
+		src string
+	}{{pag, "a"}, {pdg, "d"}, {pbg, "bp"}, {gcnt, "groups"}} {
+		r := Load(Param(c.src), GP64())
+		MOVQ(r, c.dst)
+	}
+
+	pass := func(label string, groups int) {
+		pc := Load(Param("codes"), GP64())
+		psm := Load(Param("sm"), GP64())
+		pdm := Load(Param("dm"), GP64())
+		var ph Register
+		if q5 {
+			ph = Load(Param("high"), GP64())
+		}
+		pa, pd, pbp := GP64(), GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		MOVQ(pbg, pbp)
+		var agr, pd1, pbp1 Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			pd1, pbp1 = GP64(), GP64()
+			MOVQ(pd, pd1)
+			ADDQ(param("dg"), pd1)
+			MOVQ(pbp, pbp1)
+			ADDQ(param("bg"), pbp1)
+		}
+		n := Load(Param("nsb"), GP64())
+		MOVQ(n, cnt)
+		z := XMM()
+		VXORPS(z, z, z)
+		for gi := 0; gi < groups; gi++ {
+			VMOVUPS(z, accm[gi])
+		}
+
+		Label(label)
+		smv := YMM()
+		VBROADCASTI128(Mem{Base: psm}, smv)
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		v := make([][4]VecVirtual, groups)
+		for j := 0; j < 4; j++ {
+			lo, hi := YMM(), YMM()
+			VMOVDQU(Mem{Base: pc, Disp: 32 * j}, lo)
+			VPSRLW(U8(4), lo, hi)
+			VPAND(c0F, lo, lo)
+			VPAND(c0F, hi, hi)
+			if q5 {
+				highBits(Mem{Base: ph, Disp: 8 * j}, lo, hi)
+			}
+			sc := YMM()
+			VPSHUFB(scMask[j], smv, sc)
+			for l := 0; l < 4; l++ {
+				for gi := 0; gi < groups; gi++ {
+					p, q := YMM(), YMM()
+					VPMADDUBSW(am(gi, 256*l+64*j), lo, p)
+					VPMADDUBSW(am(gi, 256*l+64*j+32), hi, q)
+					VPADDW(q, p, p)
+					VPMADDWD(sc, p, p)
+					if j == 0 {
+						v[gi][l] = p
+					} else {
+						VPADDD(p, v[gi][l], v[gi][l])
+					}
+				}
+			}
+		}
+		r := reduceGroups(v)
+		si := make([]VecVirtual, groups)
+		for gi := range si {
+			si[gi] = fold(r[gi]) // sumi of the group's tokens
+		}
+		mv := XMM()
+		VPSHUFB(mMask, smv.AsX(), mv)
+		sm := make([]VecVirtual, groups)
+		for gi := 0; gi < groups; gi++ {
+			var pb Register = pbp
+			if gi == 1 {
+				pb = pbp1
+			}
+			var m [4]VecVirtual
+			for l := 0; l < 4; l++ {
+				m[l] = XMM()
+				VPMADDWD(Mem{Base: pb, Disp: 16 * l}, mv, m[l])
+			}
+			sm[gi] = reduce4(m, false) // summ of the group's tokens
+		}
+		g := XMM()
+		VMOVD(Mem{Base: pdm}, g)
+		VCVTPH2PS(g, g) // [d dmin 0 0]
+		idx := YMM()
+		VMOVDQU(idx01, idx)
+		dw := YMM()
+		VPERMPS(g.AsY(), idx, dw) // [d x4 | dmin x4]
+		for gi := 0; gi < groups; gi++ {
+			var pdi Register = pd
+			if gi == 1 {
+				pdi = pd1
+			}
+			w := YMM()
+			VBROADCASTF128(Mem{Base: pdi}, w)
+			VMULPS(dw, w, w) // [dd x4 | dmin*dx x4]
+			fi, fm := XMM(), XMM()
+			VCVTDQ2PS(si[gi], fi)
+			VCVTDQ2PS(sm[gi], fm)
+			VMULPS(w.AsX(), fi, fi)
+			h := XMM()
+			VEXTRACTF128(U8(1), w, h)
+			VMULPS(h, fm, fm)
+			VSUBPS(fm, fi, fi)
+			VADDPS(accm[gi], fi, fi)
+			VMOVUPS(fi, accm[gi])
+		}
+		ADDQ(U8(128), pc)
+		if q5 {
+			ADDQ(U8(32), ph)
+		}
+		ADDQ(U8(16), psm)
+		ADDQ(U8(4), pdm)
+		ADDQ(U32(1024), pa)
+		ADDQ(U8(16), pd)
+		ADDQ(U8(64), pbp)
+		if groups == 2 {
+			ADDQ(U8(16), pd1)
+			ADDQ(U8(64), pbp1)
+		}
+		DECQ(cnt)
+		JNZ(LabelRef(label))
+
+		po := Load(Param("o"), GP64())
+		for gi := 0; gi < groups; gi++ {
+			acc := XMM()
+			VMOVUPS(accm[gi], acc)
+			store(fmt.Sprintf("%s%d", label, gi), acc, po, param("add"))
+			ADDQ(U8(16), po)
+		}
+		Store(po, Param("o"))
+		for _, c := range []struct {
+			dst Mem
+			by  string
+		}{{pag, "ag"}, {pdg, "dg"}, {pbg, "bg"}} {
+			r := GP64()
+			MOVQ(c.dst, r)
+			ADDQ(param(c.by), r)
+			if groups == 2 {
+				ADDQ(param(c.by), r)
+			}
+			MOVQ(r, c.dst)
+		}
+		SUBQ(U8(groups), gcnt)
+	}
+
+	Label(name + "_group")
+	CMPQ(gcnt, U8(2))
+	JL(LabelRef(name + "_one"))
+	pass(name+"_sb2", 2)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_one")
+	CMPQ(gcnt, U8(1))
+	JL(LabelRef(name + "_rowdone"))
+	pass(name+"_sb1", 1)
+
+	Label(name + "_rowdone")
+	// o moved by 16 per group: on to the next row
+	po := Load(Param("o"), GP64())
+	gb := Load(Param("groups"), GP64())
+	SHLQ(U8(4), gb)
+	SUBQ(gb, po)
+	ADDQ(param("ostride"), po)
+	Store(po, Param("o"))
+	addParam("codes", "cstride")
+	addParam("sm", "mstride")
+	addParam("dm", "dstride")
+	if q5 {
+		addParam("high", "hstride")
+	}
+	DECQ(param("rows"))
+	JMP(LabelRef(name + "_rows"))
+
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// toksQ6 writes the Q6_K token kernel, two groups per pass as toksK.
+func toksQ6(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int)")
+	toksDoc(name, "dotQ6_K")
+	Pragma("noescape")
+	gcnt, cnt := AllocLocal(8), AllocLocal(8)
+	pag, pdg := AllocLocal(8), AllocLocal(8)
+	accm := []Mem{AllocLocal(16), AllocLocal(16)}
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	for _, c := range []struct {
+		dst Mem
+		src string
+	}{{pag, "a"}, {pdg, "d"}, {gcnt, "groups"}} {
+		r := Load(Param(c.src), GP64())
+		MOVQ(r, c.dst)
+	}
+
+	pass := func(label string, groups int) {
+		pc := Load(Param("codes"), GP64())
+		psc := Load(Param("scales"), GP64())
+		pdp := Load(Param("dp"), GP64())
+		pa, pd := GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		var agr, pd1 Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			pd1 = GP64()
+			MOVQ(pd, pd1)
+			ADDQ(param("dg"), pd1)
+		}
+		n := Load(Param("nsb"), GP64())
+		MOVQ(n, cnt)
+		z := XMM()
+		VXORPS(z, z, z)
+		for gi := 0; gi < groups; gi++ {
+			VMOVUPS(z, accm[gi])
+		}
+
+		Label(label)
+		sv := XMM()
+		VMOVDQU(Mem{Base: psc}, sv)
+		VPSHUFB(evOdd, sv, sv)
+		u := YMM()
+		VPMOVSXBW(sv, u)
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		v := make([][4]VecVirtual, groups)
+		for j := 0; j < 8; j++ {
+			c := Mem{Base: pc, Disp: 32 * j}
+			w := YMM()
+			VPABSB(c, w)
+			sc := YMM()
+			VPSHUFB(wMask[j], u, sc)
+			for l := 0; l < 4; l++ {
+				for gi := 0; gi < groups; gi++ {
+					av := YMM()
+					VMOVDQU(am(gi, 256*l+32*j), av)
+					VPSIGNB(c, av, av)
+					VPMADDUBSW(av, w, av)
+					VPMADDWD(sc, av, av)
+					if j == 0 {
+						v[gi][l] = av
+					} else {
+						VPADDD(av, v[gi][l], v[gi][l])
+					}
+				}
+			}
+		}
+		r := reduceGroups(v)
+		h := GP32()
+		MOVWLZX(Mem{Base: pdp}, h)
+		g := XMM()
+		VMOVD(h, g)
+		VCVTPH2PS(g, g)
+		VBROADCASTSS(g, g) // [d x4]
+		for gi := 0; gi < groups; gi++ {
+			var pdi Register = pd
+			if gi == 1 {
+				pdi = pd1
+			}
+			si := fold(r[gi])
+			f := XMM()
+			VCVTDQ2PS(si, f)
+			w := XMM()
+			VMULPS(Mem{Base: pdi}, g, w)
+			VMULPS(w, f, f)
+			VADDPS(accm[gi], f, f)
+			VMOVUPS(f, accm[gi])
+		}
+		ADDQ(U32(256), pc)
+		ADDQ(U8(16), psc)
+		ADDQ(U8(2), pdp)
+		ADDQ(U32(1024), pa)
+		ADDQ(U8(16), pd)
+		if groups == 2 {
+			ADDQ(U8(16), pd1)
+		}
+		DECQ(cnt)
+		JNZ(LabelRef(label))
+
+		po := Load(Param("o"), GP64())
+		for gi := 0; gi < groups; gi++ {
+			acc := XMM()
+			VMOVUPS(accm[gi], acc)
+			store(fmt.Sprintf("%s%d", label, gi), acc, po, param("add"))
+			ADDQ(U8(16), po)
+		}
+		Store(po, Param("o"))
+		for _, c := range []struct {
+			dst Mem
+			by  string
+		}{{pag, "ag"}, {pdg, "dg"}} {
+			r := GP64()
+			MOVQ(c.dst, r)
+			ADDQ(param(c.by), r)
+			if groups == 2 {
+				ADDQ(param(c.by), r)
+			}
+			MOVQ(r, c.dst)
+		}
+		SUBQ(U8(groups), gcnt)
+	}
+
+	Label(name + "_group")
+	CMPQ(gcnt, U8(2))
+	JL(LabelRef(name + "_one"))
+	pass(name+"_sb2", 2)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_one")
+	CMPQ(gcnt, U8(1))
+	JL(LabelRef(name + "_rowdone"))
+	pass(name+"_sb1", 1)
+
+	Label(name + "_rowdone")
+	po := Load(Param("o"), GP64())
+	gb := Load(Param("groups"), GP64())
+	SHLQ(U8(4), gb)
+	SUBQ(gb, po)
+	ADDQ(param("ostride"), po)
+	Store(po, Param("o"))
+	addParam("codes", "cstride")
+	addParam("scales", "sstride")
+	addParam("dp", "dstride")
+	DECQ(param("rows"))
+	JMP(LabelRef(name + "_rows"))
+
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// quantQ8_0 writes the Q8_0 activation quantiser of nb blocks of 32, the
+// arithmetic of quantQ8_0 in quant.go for finite x: amax = max|x| (exact),
+// d = f16(amax/127) rounded to nearest even (VCVTPS2PH, as F32ToF16) and
+// widened, id = 127/amax (0 if amax is 0), r = nearestInt(x*id) by the same
+// float trick, q = int8(r), sum = sum(r) in int32.
+func quantQ8_0() {
+	TEXT("quantQ8_0AVX2", NOSPLIT, "func(x *float32, q *int8, d *float32, s *int32, nb int)")
+	Pragma("noescape")
+	Doc("quantQ8_0AVX2 quantises nb blocks of 32 activations as Q8_0, exactly as",
+		"quantQ8_0 does for finite values:",
+		"",
+		"\tfor i := range nb { quantQ8_0(x[32*i:], q[32*i:], &d[i], &s[i]) }")
+	x := Load(Param("x"), GP64())
+	q := Load(Param("q"), GP64())
+	d := Load(Param("d"), GP64())
+	s := Load(Param("s"), GP64())
+	n := Load(Param("nb"), GP64())
+	am, ix := YMM(), YMM()
+	VMOVDQU(absMsk, am)
+	VMOVDQU(packIx, ix)
+	magic, mant, half, low8 := YMM(), YMM(), YMM(), YMM()
+	VBROADCASTSS(f1p5x2p23, magic)
+	VPBROADCASTD(m23, mant)
+	VPBROADCASTD(h22, half)
+	VPBROADCASTD(ff, low8)
+	TESTQ(n, n)
+	JZ(LabelRef("quantQ8_0_done"))
+	Label("quantQ8_0_block")
+	var v [4]VecVirtual
+	for i := range v {
+		v[i] = YMM()
+		VMOVUPS(Mem{Base: x, Disp: 32 * i}, v[i])
+	}
+	a0, a1 := YMM(), YMM()
+	VANDPS(am, v[0], a0)
+	VANDPS(am, v[1], a1)
+	VMAXPS(a1, a0, a0)
+	VANDPS(am, v[2], a1)
+	t := YMM()
+	VANDPS(am, v[3], t)
+	VMAXPS(t, a1, a1)
+	VMAXPS(a1, a0, a0)
+	h := XMM()
+	VEXTRACTF128(U8(1), a0, h)
+	VMAXPS(h, a0.AsX(), h)
+	h2 := XMM()
+	VMOVHLPS(h, h, h2)
+	VMAXPS(h2, h, h)
+	VPSHUFD(U8(1), h, h2)
+	VMAXSS(h2, h, h) // amax in lane 0
+	// d = f16(amax/127), widened
+	dd := XMM()
+	VDIVSS(f127, h, dd)
+	VCVTPS2PH(U8(0), dd, dd)
+	VCVTPH2PS(dd, dd)
+	VMOVSS(dd, Mem{Base: d})
+	// id = 127/amax, or 0 when amax is 0
+	id, z := XMM(), XMM()
+	VMOVSS(f127, id)
+	VDIVSS(h, id, id)
+	VXORPS(z, z, z)
+	VCMPSS(U8(4), z, h, z) // amax != 0
+	VANDPS(z, id, id)
+	idy := YMM()
+	VBROADCASTSS(id, idy)
+	// r = nearestInt(x*id) as ggml computes it, the float plus 1.5*2^23,
+	// whose low mantissa bits are the integer: exactly what VCVTPS2DQ
+	// gives for |x*id| < 2^22, and the same garbage beyond (an amax so
+	// small that id overflows to Inf), which the scalar code produces too.
+	for i := range v {
+		VMULPS(idy, v[i], v[i])
+		VADDPS(magic, v[i], v[i])
+		VPAND(mant, v[i], v[i])
+		VPSUBD(half, v[i], v[i])
+	}
+	sum := YMM()
+	VPADDD(v[1], v[0], sum)
+	VPADDD(v[3], v[2], t)
+	VPADDD(t, sum, sum)
+	// q = int8(r): the low bytes, packed without saturation
+	for i := range v {
+		VPAND(low8, v[i], v[i])
+	}
+	VPACKUSDW(v[1], v[0], v[0]) // uint16, lanes interleaved
+	VPACKUSDW(v[3], v[2], v[2])
+	VPACKUSWB(v[2], v[0], v[0]) // bytes [q0..3 q8..11 q16..19 q24..27 | q4..7 ...]
+	VPERMD(v[0], ix, v[0])
+	VMOVDQU(v[0], Mem{Base: q})
+	sx := fold(sum)
+	VPHADDD(sx, sx, sx)
+	VPHADDD(sx, sx, sx)
+	VMOVD(sx, Mem{Base: s})
+	ADDQ(U32(128), x)
+	ADDQ(U8(32), q)
+	ADDQ(U8(4), d)
+	ADDQ(U8(4), s)
+	DECQ(n)
+	JNZ(LabelRef("quantQ8_0_block"))
+	Label("quantQ8_0_done")
+	VZEROUPPER()
+	RET()
+}
+
+// permute64 writes permute64AVX2: n chunks of 64 codes from src
+// (contiguous) to dst, chunk c at dst + c*dstride, each reordered as
+// permute64 in simd.go does: A's even, B's even, A's odd, B's odd elements.
+func permute64() {
+	TEXT("permute64AVX2", NOSPLIT, "func(dst, src *int8, n, dstride int)")
+	Pragma("noescape")
+	Doc("permute64AVX2 reorders n chunks of 64 activation codes for the nibble",
+		"kernels, chunk c going to dst[c*dstride:]:",
+		"",
+		"\tfor c := range n { permute64(dst[c*dstride:], src[64*c:]) }")
+	dst := Load(Param("dst"), GP64())
+	src := Load(Param("src"), GP64())
+	n := Load(Param("n"), GP64())
+	ds := Load(Param("dstride"), GP64())
+	pm := YMM()
+	VMOVDQU(permB, pm)
+	TESTQ(n, n)
+	JZ(LabelRef("permute64_done"))
+	Label("permute64_chunk")
+	a, b := YMM(), YMM()
+	VMOVDQU(Mem{Base: src}, a)
+	VMOVDQU(Mem{Base: src, Disp: 32}, b)
+	VPSHUFB(pm, a, a) // [A0-15 even, odd | A16-31 even, odd]
+	VPSHUFB(pm, b, b)
+	VPERMQ(U8(0xd8), a, a) // [A even | A odd]
+	VPERMQ(U8(0xd8), b, b)
+	e := YMM()
+	VPERM2I128(U8(0x20), b, a, e) // [A even | B even]
+	VPERM2I128(U8(0x31), b, a, a) // [A odd | B odd]
+	VMOVDQU(e, Mem{Base: dst})
+	VMOVDQU(a, Mem{Base: dst, Disp: 32})
+	ADDQ(U8(64), src)
+	ADDQ(ds, dst)
+	DECQ(n)
+	JNZ(LabelRef("permute64_chunk"))
+	Label("permute64_done")
+	VZEROUPPER()
+	RET()
+}

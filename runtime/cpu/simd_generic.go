@@ -1,0 +1,62 @@
+//go:build !amd64 || noasm || !gc
+
+package cpu
+
+// haveAVX2 is false without the assembly kernels (another architecture, the
+// noasm build tag, or a compiler other than gc): only the scalar kernels
+// run, and the stubs below are never called.
+const haveAVX2 = false
+
+func noAsm() { panic("cpu: assembly kernel called in a build without them") }
+
+func q4_0RowsAVX2(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q5_0RowsAVX2(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q8_0RowsAVX2(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q4_KRowsAVX2(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q5_KRowsAVX2(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q6_KRowsAVX2(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q4_0ToksAVX2(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add int) {
+	noAsm()
+}
+
+func q5_0ToksAVX2(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add int) {
+	noAsm()
+}
+
+func q8_0ToksAVX2(codes, scales *byte, cstride, sstride int, a *int8, d *float32, ag, dg, np, groups int, o *float32, ostride, rows, add int) {
+	noAsm()
+}
+
+func q4_KToksAVX2(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add int) {
+	noAsm()
+}
+
+func q5_KToksAVX2(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add int) {
+	noAsm()
+}
+
+func q6_KToksAVX2(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int) {
+	noAsm()
+}
+
+func quantQ8_0AVX2(x *float32, q *int8, d *float32, s *int32, nb int) { noAsm() }
+
+func permute64AVX2(dst, src *int8, n, dstride int) { noAsm() }

@@ -1,0 +1,42 @@
+//go:build linux
+
+package cpu
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestKernelsStayInBlob puts each matrix's blob right before an
+// inaccessible page, so that a kernel reading a byte past the blob faults:
+// the last row of the last group ends the blob in every plane layout.
+func TestKernelsStayInBlob(t *testing.T) {
+	page := unix.Getpagesize()
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, typ := range testTypes {
+		for _, g := range append(shapes(typ), vecShapes(typ)...) {
+			m := pack(t, g, randomGGUF(rng, typ, g.N, g.K))
+			size := (len(m.Blob) + page - 1) / page * page
+			mem, err := unix.Mmap(-1, 0, size+page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Mprotect(mem[size:], unix.PROT_NONE); err != nil {
+				t.Fatal(err)
+			}
+			guarded := mem[size-len(m.Blob) : size]
+			copy(guarded, m.Blob)
+			gm := &Matrix{G: g, Blob: guarded}
+			for _, on := range simdModes() {
+				for _, b := range []int{1, 6} {
+					x := randomX(rng, b*g.K)
+					y := make([]float32, b*g.N)
+					withSIMD(on, func() { MatMat(gm, x, y, b, nil) })
+				}
+			}
+			unix.Munmap(mem)
+		}
+	}
+}

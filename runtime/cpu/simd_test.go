@@ -1,0 +1,357 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/xdna-go/xdna/planar"
+)
+
+// simdModes returns the kernel sets to test: the scalar kernels always,
+// and the assembly ones where they run.
+func simdModes() []bool {
+	if haveAVX2 {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
+
+// withSIMD runs f with the assembly kernels on or off.
+func withSIMD(on bool, f func()) {
+	was := SetSIMD(on)
+	defer SetSIMD(was)
+	f()
+}
+
+func modeName(on bool) string {
+	if on {
+		return "simd"
+	}
+	return "go"
+}
+
+// sameBits reports whether a and b are the same float32, counting every
+// NaN as the same (the NaN payload a NaN scale leaves may differ between
+// the paths).
+func sameBits(a, b float32) bool {
+	if a != a && b != b {
+		return true
+	}
+	return math.Float32bits(a) == math.Float32bits(b)
+}
+
+// vecShapes are geometries the vector kernels take (T a multiple of 64 for
+// the 32-blocks), straddling groups, rows not multiples of 4, one and
+// several tiles.
+func vecShapes(t planar.Type) []planar.Geometry {
+	u := t.BlockSize()
+	if u == 32 {
+		u = 64
+	}
+	return []planar.Geometry{
+		{Type: t, N: 1, K: u, Columns: 1, KTile: u},
+		{Type: t, N: 4, K: u, Columns: 1, KTile: u},
+		{Type: t, N: 7, K: 3 * u, Columns: 8, KTile: u},
+		{Type: t, N: 13, K: 6 * u, Columns: 4, KTile: 3 * u},
+		{Type: t, N: 37, K: 4 * u, Columns: 8, KTile: 2 * u},
+		{Type: t, N: 70, K: 5 * u, Columns: 4, KTile: u},
+		{Type: t, N: 33, K: 2 * u, Columns: 1, KTile: 2 * u},
+		{Type: t, N: 300, K: 9 * u, Columns: 8, KTile: 3 * u},
+	}
+}
+
+var vecTypes = []planar.Type{planar.Q4_0, planar.Q5_0, planar.Q8_0, planar.Q4_K, planar.Q5_K, planar.Q6_K}
+
+// TestSIMDMatchesGo checks that the assembly kernels give the scalar
+// kernels' outputs bit for bit, for MatVec and MatMat of 1 to 13 tokens,
+// over odd shapes and pools, and write nothing past y.
+func TestSIMDMatchesGo(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no assembly kernels on this machine or build")
+	}
+	pools := []*Pool{nil, NewPool(2), NewPool(3)}
+	defer func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}()
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, typ := range vecTypes {
+		for _, g := range vecShapes(typ) {
+			m := pack(t, g, randomGGUF(rng, typ, g.N, g.K))
+			for i, b := range []int{1, 2, 3, 4, 5, 8, 9, 13} {
+				pool := pools[i%len(pools)]
+				name := fmt.Sprintf("%s/N%d/K%d/T%d/C%d/B%d/threads%d", typ, g.N, g.K, g.KTile, g.Columns, b, pool.Threads())
+				x := randomX(rng, b*g.K)
+				const guard = 16
+				var ys [2][]float32
+				for k, on := range []bool{false, true} {
+					ybuf := make([]float32, b*g.N+guard)
+					for i := range ybuf {
+						ybuf[i] = -12345
+					}
+					withSIMD(on, func() { MatMat(m, x, ybuf[:b*g.N], b, pool) })
+					for i := b * g.N; i < len(ybuf); i++ {
+						if ybuf[i] != -12345 {
+							t.Fatalf("%s %s: wrote past y at %d", name, modeName(on), i)
+						}
+					}
+					ys[k] = ybuf[:b*g.N]
+				}
+				for i := range ys[0] {
+					if !sameBits(ys[0][i], ys[1][i]) {
+						t.Fatalf("%s: y[%d] (token %d row %d): go %v, simd %v", name, i, i/g.N, i%g.N, ys[0][i], ys[1][i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestQuantQ8_0AVX2 compares the assembly quantiser with quantQ8_0 bit for
+// bit on random blocks and on edge blocks: all zero, a single nonzero, exact
+// ties of x*127/amax, magnitudes near the f16 subnormal and overflow limits,
+// negative zeros.
+func TestQuantQ8_0AVX2(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no assembly kernels on this machine or build")
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	var blocks [][]float32
+	for i := 0; i < 2000; i++ {
+		blocks = append(blocks, randomX(rng, 32))
+	}
+	edge := func(f func(i int) float32) {
+		b := make([]float32, 32)
+		for i := range b {
+			b[i] = f(i)
+		}
+		blocks = append(blocks, b)
+	}
+	edge(func(int) float32 { return 0 })
+	edge(func(i int) float32 { return float32(math.Copysign(0, -1)) })
+	edge(func(i int) float32 {
+		if i == 7 {
+			return -3
+		}
+		return 0
+	})
+	edge(func(i int) float32 { return float32(i) - 15.5 })            // ties at x*127/amax
+	edge(func(i int) float32 { return (float32(i) - 16) * 127 / 32 }) // more ties
+	// down to float32 subnormals, where 127/amax overflows to Inf
+	for _, s := range []float64{1e-45, 4.4e-39, 1e-37, 1e-9, 1e-7, 6e-8 * 127, 65504 * 127, 1e30} {
+		edge(func(i int) float32 { return float32(s * (float64(i%7) - 3)) })
+	}
+	const nb = 5
+	for i := 0; i+nb <= len(blocks); i++ {
+		x := make([]float32, 0, 32*nb)
+		for _, b := range blocks[i : i+nb] {
+			x = append(x, b...)
+		}
+		var q, q2 [32 * nb]int8
+		var d, d2 [nb]float32
+		var s, s2 [nb]int32
+		for j := 0; j < nb; j++ {
+			quantQ8_0(x[32*j:], q[32*j:], &d[j], &s[j])
+		}
+		quantQ8_0AVX2(&x[0], &q2[0], &d2[0], &s2[0], nb)
+		if q != q2 || s != s2 {
+			t.Fatalf("blocks %d..%d: codes or sums differ:\n go %v %v\nasm %v %v", i, i+nb, q, s, q2, s2)
+		}
+		for j := range d {
+			if math.Float32bits(d[j]) != math.Float32bits(d2[j]) {
+				t.Fatalf("block %d: d = %v, asm %v", i+j, d[j], d2[j])
+			}
+		}
+	}
+}
+
+// TestPermute64AVX2 compares the assembly permutation with permute64,
+// including the destination stride and the bytes around the output.
+func TestPermute64AVX2(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no assembly kernels on this machine or build")
+	}
+	src := make([]int8, 64*3)
+	for i := range src {
+		src[i] = int8(i*7 + 3)
+	}
+	for _, stride := range []int{64, 256} {
+		want := make([]int8, 2*stride+64+16)
+		got := make([]int8, len(want))
+		for i := range want {
+			want[i], got[i] = -99, -99
+		}
+		for c := 0; c < 3; c++ {
+			permute64(want[8+c*stride:], src[64*c:])
+		}
+		permute64AVX2(&got[8], &src[0], 3, stride)
+		for i := range want {
+			if want[i] != got[i] {
+				t.Fatalf("stride %d: byte %d = %d, want %d", stride, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// scalePlanes are the planes of f16 scales of each format, every 2 bytes
+// of which TestSIMDAllF16Scales overwrites.
+var scalePlanes = map[planar.Type]int{planar.Q4_0: 1, planar.Q5_0: 2, planar.Q8_0: 1, planar.Q4_K: 2, planar.Q5_K: 3, planar.Q6_K: 2}
+
+// TestSIMDAllF16Scales runs every binary16 pattern (zeros, subnormals,
+// normals, infinities, NaNs) through the f16 scales of each format, row n
+// taking pattern n in all its blocks, and compares the assembly kernels
+// (VCVTPH2PS) with the scalar ones (the f16 table) bit for bit, NaNs equal.
+func TestSIMDAllF16Scales(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no assembly kernels on this machine or build")
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, typ := range vecTypes {
+		u := max(64, typ.BlockSize())
+		g := planar.Geometry{Type: typ, N: 1 << 16, K: 2 * u, Columns: 4, KTile: u}
+		m := pack(t, g, randomGGUF(rng, typ, g.N, g.K))
+		p := scalePlanes[typ]
+		for c := 0; c < g.Columns; c++ {
+			first, n := g.GroupRows(c)
+			for tt := 0; tt < g.Tiles(); tt++ {
+				off, per := g.PlaneOffset(c, tt, p)
+				for i := 0; i < n; i++ {
+					for o := off + i*per; o < off+(i+1)*per; o += 2 {
+						binary.LittleEndian.PutUint16(m.Blob[o:], uint16(first+i))
+					}
+				}
+			}
+		}
+		for _, b := range []int{1, 5} {
+			x := randomX(rng, b*g.K)
+			var ys [2][]float32
+			for k, on := range []bool{false, true} {
+				ys[k] = make([]float32, b*g.N)
+				withSIMD(on, func() { MatMat(m, x, ys[k], b, nil) })
+			}
+			for i := range ys[0] {
+				if !sameBits(ys[0][i], ys[1][i]) {
+					t.Fatalf("%s B%d: row %d (scale %#04x) token %d: go %v, simd %v", typ, b, i%g.N, i%g.N, i/g.N, ys[0][i], ys[1][i])
+				}
+			}
+		}
+	}
+}
+
+// fuzzGeometry makes a geometry the vector kernels take from fuzz input:
+// small, with odd row counts, 1 to 8 groups and 1 to 4 tiles.
+func fuzzGeometry(typ uint8, n uint16, tileUnits, tiles, cols uint8) planar.Geometry {
+	t := vecTypes[int(typ)%len(vecTypes)]
+	u := max(64, t.BlockSize())
+	tu := 1 + int(tileUnits)%3
+	if t.BlockSize() == 256 {
+		tu = 1 + int(tileUnits)%2
+	}
+	T := tu * u
+	return planar.Geometry{Type: t, N: 1 + int(n)%300, K: T * (1 + int(tiles)%4), Columns: 1 + int(cols)%8, KTile: T}
+}
+
+// fuzzMatMat compares the assembly path with the scalar kernels on a
+// blob of arbitrary bytes (any scale, any code: the kernels read no
+// structure into them), for b tokens of finite activations.
+func fuzzMatMat(t *testing.T, g planar.Geometry, b int, seed uint64, raw []byte) {
+	if !haveAVX2 {
+		t.Skip("no assembly kernels on this machine or build")
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	blob := make([]byte, g.Size())
+	for i := range blob {
+		blob[i] = byte(rng.Uint32())
+	}
+	for i, v := range raw {
+		blob[(i*7919)%len(blob)] ^= v
+	}
+	m := &Matrix{G: g, Blob: blob}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
+	}
+	x := randomX(rng, b*g.K)
+	if len(raw) > 0 {
+		// a magnitude from the input, finite: tiny to huge blocks
+		scale := float32(math.Ldexp(1, int(int8(raw[0]))%40))
+		for i := range x {
+			x[i] *= scale
+		}
+	}
+	var ys [2][]float32
+	for k, on := range []bool{false, true} {
+		ys[k] = make([]float32, b*g.N)
+		withSIMD(on, func() { MatMat(m, x, ys[k], b, nil) })
+	}
+	for i := range ys[0] {
+		if !sameBits(ys[0][i], ys[1][i]) {
+			t.Fatalf("%+v B%d: y[%d] (token %d row %d): go %v, simd %v", g, b, i, i/g.N, i%g.N, ys[0][i], ys[1][i])
+		}
+	}
+}
+
+// FuzzMatVec checks MatVec's assembly path against the scalar kernels
+// (CI: go test -fuzz FuzzMatVec -fuzztime 2000x ./runtime/cpu).
+func FuzzMatVec(f *testing.F) {
+	for i := range vecTypes {
+		f.Add(uint8(i), uint16(37), uint8(1), uint8(2), uint8(7), uint64(i), []byte{0})
+		f.Add(uint8(i), uint16(4), uint8(0), uint8(0), uint8(0), uint64(i+10), []byte{0xf0, 1, 2})
+	}
+	f.Fuzz(func(t *testing.T, typ uint8, n uint16, tileUnits, tiles, cols uint8, seed uint64, raw []byte) {
+		fuzzMatMat(t, fuzzGeometry(typ, n, tileUnits, tiles, cols), 1, seed, raw)
+	})
+}
+
+// FuzzMatMat is FuzzMatVec for 2 to 13 tokens.
+func FuzzMatMat(f *testing.F) {
+	for i := range vecTypes {
+		f.Add(uint8(i), uint16(37), uint8(1), uint8(2), uint8(7), uint8(3), uint64(i), []byte{0})
+		f.Add(uint8(i), uint16(299), uint8(2), uint8(3), uint8(3), uint8(9), uint64(i+10), []byte{0x08, 9})
+	}
+	f.Fuzz(func(t *testing.T, typ uint8, n uint16, tileUnits, tiles, cols, b uint8, seed uint64, raw []byte) {
+		fuzzMatMat(t, fuzzGeometry(typ, n, tileUnits, tiles, cols), 2+int(b)%12, seed, raw)
+	})
+}
+
+// FuzzQuantQ8_0 checks the assembly activation quantiser against
+// quantQ8_0 on finite values made from the input bits.
+func FuzzQuantQ8_0(f *testing.F) {
+	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 192})
+	f.Add(make([]byte, 128))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !haveAVX2 {
+			t.Skip("no assembly kernels on this machine or build")
+		}
+		nb := max(1, (len(raw)/4+31)/32)
+		x := make([]float32, 32*nb)
+		for i := range x {
+			if 4*i+4 <= len(raw) {
+				x[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+			}
+			if math.IsNaN(float64(x[i])) || math.IsInf(float64(x[i]), 0) {
+				x[i] = 0
+			}
+		}
+		q, q2 := make([]int8, len(x)), make([]int8, len(x))
+		d, d2 := make([]float32, nb), make([]float32, nb)
+		s, s2 := make([]int32, nb), make([]int32, nb)
+		for j := 0; j < nb; j++ {
+			quantQ8_0(x[32*j:], q[32*j:], &d[j], &s[j])
+		}
+		quantQ8_0AVX2(&x[0], &q2[0], &d2[0], &s2[0], nb)
+		for i := range q {
+			if q[i] != q2[i] {
+				t.Fatalf("q[%d] = %d, asm %d (x %v)", i, q[i], q2[i], x[i])
+			}
+		}
+		for j := range d {
+			if math.Float32bits(d[j]) != math.Float32bits(d2[j]) || s[j] != s2[j] {
+				t.Fatalf("block %d: d %v s %d, asm d %v s %d", j, d[j], s[j], d2[j], s2[j])
+			}
+		}
+	})
+}
