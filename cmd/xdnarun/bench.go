@@ -7,13 +7,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
-	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/spf13/cobra"
 
 	"github.com/xdna-go/xdna/kernelsel"
+	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/npu"
 )
@@ -226,7 +225,6 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-var sinkMu sync.Mutex
 var sink uint64
 
 // streamRead measures the machine's streaming-read bandwidth in GB/s: threads
@@ -239,27 +237,10 @@ func streamRead(threads, reps int) float64 {
 	}
 	var gbs []float64
 	for rep := 0; rep < reps; rep++ {
-		var wg sync.WaitGroup
-		chunk := len(buf) / threads
 		t0 := time.Now()
-		for t := 0; t < threads; t++ {
-			wg.Add(1)
-			go func(part []uint64) {
-				defer wg.Done()
-				var a, b, c, d uint64
-				for i := 0; i+4 <= len(part); i += 4 {
-					a += part[i]
-					b += part[i+1]
-					c += part[i+2]
-					d += part[i+3]
-				}
-				sinkMu.Lock()
-				sink += a + b + c + d
-				sinkMu.Unlock()
-			}(buf[t*chunk : (t+1)*chunk])
-		}
-		wg.Wait()
-		gbs = append(gbs, float64(chunk*threads*int(unsafe.Sizeof(buf[0])))/time.Since(t0).Seconds()/1e9)
+		sink += cpu.SumStream(buf, threads)
+		read := len(buf) / threads * threads * 8
+		gbs = append(gbs, float64(read)/time.Since(t0).Seconds()/1e9)
 	}
 	return median(gbs)
 }

@@ -3,7 +3,6 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/xdna-go/xdna/planar"
@@ -99,27 +98,8 @@ func BenchmarkStreamRead(b *testing.B) {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
 			b.SetBytes(int64(len(buf) * 8))
 			var sink uint64
-			var mu sync.Mutex
 			for b.Loop() {
-				var wg sync.WaitGroup
-				chunk := len(buf) / threads
-				for t := 0; t < threads; t++ {
-					wg.Add(1)
-					go func(part []uint64) {
-						defer wg.Done()
-						var s0, s1, s2, s3 uint64
-						for i := 0; i+4 <= len(part); i += 4 {
-							s0 += part[i]
-							s1 += part[i+1]
-							s2 += part[i+2]
-							s3 += part[i+3]
-						}
-						mu.Lock()
-						sink += s0 + s1 + s2 + s3
-						mu.Unlock()
-					}(buf[t*chunk : (t+1)*chunk])
-				}
-				wg.Wait()
+				sink += SumStream(buf, threads)
 			}
 			_ = sink
 		})

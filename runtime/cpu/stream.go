@@ -1,0 +1,34 @@
+package cpu
+
+import "sync"
+
+// SumStream reads buf once, split into threads contiguous parts each summed
+// by its own goroutine, and returns the sum: the streaming-read loop that
+// `xdnarun bench` and BenchmarkStreamRead time to measure the machine's
+// memory bandwidth.
+func SumStream(buf []uint64, threads int) uint64 {
+	threads = max(threads, 1)
+	var wg sync.WaitGroup
+	sums := make([]uint64, threads)
+	chunk := len(buf) / threads
+	for t := 0; t < threads; t++ {
+		wg.Add(1)
+		go func(t int, part []uint64) {
+			defer wg.Done()
+			var s0, s1, s2, s3 uint64
+			for i := 0; i+4 <= len(part); i += 4 {
+				s0 += part[i]
+				s1 += part[i+1]
+				s2 += part[i+2]
+				s3 += part[i+3]
+			}
+			sums[t] = s0 + s1 + s2 + s3
+		}(t, buf[t*chunk:(t+1)*chunk])
+	}
+	wg.Wait()
+	var s uint64
+	for _, x := range sums {
+		s += x
+	}
+	return s
+}
