@@ -41,6 +41,7 @@ type Pool struct {
 	state   []atomic.Int32  // one per helper: helperSpinning, helperParked or helperBusy
 	pending atomic.Int32    // helpers still running the current job
 	closed  bool
+	exited  sync.WaitGroup // helpers that have not returned yet
 
 	// the job being run
 	task   Task
@@ -65,6 +66,7 @@ func NewPool(threads int) *Pool {
 	p := &Pool{threads: threads, wake: make([]chan struct{}, threads-1), state: make([]atomic.Int32, threads-1)}
 	for i := range p.wake {
 		p.wake[i] = make(chan struct{}, 1)
+		p.exited.Add(1)
 		go p.worker(i)
 	}
 	return p
@@ -114,18 +116,23 @@ func (p *Pool) Close() {
 		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return
 	}
 	p.closed = true
 	for _, w := range p.wake {
 		close(w)
 	}
+	p.mu.Unlock()
+	// A helper may still be spinning (up to spinFor) before it sees the
+	// closed channel; Close returns only when every helper has.
+	p.exited.Wait()
 }
 
 // worker runs the jobs of helper i (thread i+1) until the pool closes.
 func (p *Pool) worker(i int) {
+	defer p.exited.Done()
 	st := &p.state[i]
 	busy := func() bool { return st.Load() == helperBusy }
 	for {
