@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"time"
 
@@ -71,6 +72,7 @@ type benchOptions struct {
 	loadOptions
 	pp, tg, reps int
 	json         bool
+	cpuProfile   string
 }
 
 type benchResult struct {
@@ -117,6 +119,7 @@ streaming-read bandwidth with the same threads, measured in the same run.`,
 	f.IntVarP(&o.tg, "n-gen", "n", 64, "tokens to decode")
 	f.IntVarP(&o.reps, "repetitions", "r", 3, "repetitions (the median is reported)")
 	f.BoolVar(&o.json, "json", false, "print JSON")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the timed prefill and decode to this file (read it with go tool pprof)")
 	addLoadFlags(cmd, &o.loadOptions)
 	return cmd
 }
@@ -144,6 +147,18 @@ func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
 		prompt[i] = int32(r.IntN(vocab))
 	}
 	st := l.model.NewState(o.ctx)
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile %s: %w", o.cpuProfile, err)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile() // on an early return; a no-op after the stop below
+	}
 	var pps, tgs []float64
 	var counted npu.Stats
 	for rep := 0; rep < o.reps; rep++ {
@@ -173,6 +188,7 @@ func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "rep %d: pp %.1f tok/s, tg %.1f tok/s\n", rep+1, pps[rep], tgs[rep])
 	}
+	pprof.StopCPUProfile() // the stream-read measurement stays out of the profile
 	res := benchResult{Model: m.Source.Name, Device: l.device, Threads: o.threads, PromptTokens: o.pp, GenTokens: o.tg, Reps: o.reps,
 		PPTokS: median(pps), TGTokS: median(tgs), WeightBytes: decodeWeightBytes(l)}
 	res.WeightGBs = float64(res.WeightBytes) * res.TGTokS / 1e9

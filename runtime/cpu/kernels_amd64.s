@@ -1811,232 +1811,250 @@ q6_KRowsAVX2_rowsdone:
 	VZEROUPPER
 	RET
 
-// func q4_0ToksAVX2(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int)
+// func q4_0ToksAVX2(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
 // Requires: AVX, AVX2, F16C
-TEXT ·q4_0ToksAVX2(SB), NOSPLIT, $32-120
-	MOVQ    np+72(FP), AX
-	SHLQ    $0x02, AX
-	VMOVDQU c0F<>+0(SB), Y0
-	VMOVDQU ones16<>+0(SB), Y1
-
+TEXT ·q4_0ToksAVX2(SB), NOSPLIT, $56-136
 q4_0ToksAVX2_rows:
 	CMPQ rows+104(FP), $0x00
 	JE   q4_0ToksAVX2_done
-	MOVQ codes+0(FP), CX
-	MOVQ scales+8(FP), DX
-	MOVQ o+88(FP), BX
-	MOVQ a+32(FP), SI
-	MOVQ SI, 8(SP)
-	MOVQ d+40(FP), SI
-	MOVQ SI, 16(SP)
-	MOVQ s+48(FP), SI
-	MOVQ SI, 24(SP)
-	MOVQ groups+80(FP), SI
-	MOVQ SI, (SP)
+	MOVQ a+32(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ d+40(FP), AX
+	MOVQ AX, 40(SP)
+	MOVQ s+48(FP), AX
+	MOVQ AX, 48(SP)
+	MOVQ groups+80(FP), AX
+	MOVQ AX, (SP)
+	MOVQ o+88(FP), AX
+	MOVQ AX, 24(SP)
 
 q4_0ToksAVX2_group:
-	CMPQ   (SP), $0x02
-	JL     q4_0ToksAVX2_one
-	MOVQ   8(SP), SI
-	MOVQ   16(SP), DI
-	MOVQ   24(SP), R8
-	MOVQ   ag+56(FP), R9
-	MOVQ   DI, R10
-	ADDQ   dg+64(FP), R10
-	MOVQ   R8, R11
-	ADDQ   dg+64(FP), R11
-	XORQ   R12, R12
-	VXORPS X2, X2, X2
-	VXORPS X3, X3, X3
+	CMPQ (SP), $0x02
+	JL   q4_0ToksAVX2_one
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ ag+56(FP), BX
+	MOVQ dg+64(FP), SI
+	MOVQ codes+0(FP), DI
+	MOVQ scales+8(FP), R8
+	MOVQ tiles+120(FP), R9
+	MOVQ R9, 8(SP)
+	MOVQ add+112(FP), R9
+	MOVQ R9, 16(SP)
+
+q4_0ToksAVX2_pair2_tile:
+	XORQ   R9, R9
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
 
 q4_0ToksAVX2_pair2:
-	VMOVDQU      (CX)(R12*8), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y0, Y4, Y4
-	VPAND        Y0, Y5, Y5
-	VMOVD        (DX)(R12*1), X6
-	VCVTPH2PS    X6, X6
-	VMOVDQU      idx01<>+0(SB), Y7
-	VPERMPS      Y6, Y7, Y7
-	VPMADDUBSW   (SI), Y4, Y8
-	VPMADDUBSW   32(SI), Y5, Y9
-	VPADDW       Y9, Y8, Y8
-	VPMADDUBSW   (SI)(R9*1), Y4, Y9
-	VPMADDUBSW   32(SI)(R9*1), Y5, Y10
-	VPADDW       Y10, Y9, Y9
-	VPMADDUBSW   64(SI), Y4, Y10
-	VPMADDUBSW   96(SI), Y5, Y11
+	VMOVDQU      (DI)(R9*8), Y2
+	VPSRLW       $0x04, Y2, Y3
+	VPAND        c0F<>+0(SB), Y2, Y2
+	VPAND        c0F<>+0(SB), Y3, Y3
+	VPSHUFD      $0x39, Y2, Y4
+	VPSHUFD      $0x39, Y3, Y5
+	VPSHUFD      $0x4e, Y2, Y6
+	VPSHUFD      $0x4e, Y3, Y7
+	VPSHUFD      $0x93, Y2, Y8
+	VPSHUFD      $0x93, Y3, Y9
+	VPMADDUBSW   (AX), Y2, Y10
+	VPMADDUBSW   32(AX), Y3, Y11
 	VPADDW       Y11, Y10, Y10
-	VPMADDUBSW   64(SI)(R9*1), Y4, Y11
-	VPMADDUBSW   96(SI)(R9*1), Y5, Y12
-	VPADDW       Y12, Y11, Y11
-	VPMADDUBSW   128(SI), Y4, Y12
-	VPMADDUBSW   160(SI), Y5, Y13
-	VPADDW       Y13, Y12, Y12
-	VPMADDUBSW   128(SI)(R9*1), Y4, Y13
-	VPMADDUBSW   160(SI)(R9*1), Y5, Y14
-	VPADDW       Y14, Y13, Y13
-	VPMADDUBSW   192(SI), Y4, Y14
-	VPMADDUBSW   224(SI), Y5, Y15
-	VPADDW       Y15, Y14, Y14
-	VPMADDUBSW   192(SI)(R9*1), Y4, Y4
-	VPMADDUBSW   224(SI)(R9*1), Y5, Y5
-	VPADDW       Y5, Y4, Y4
-	VPMADDWD     Y1, Y8, Y8
-	VPMADDWD     Y1, Y9, Y9
-	VPMADDWD     Y1, Y10, Y10
-	VPMADDWD     Y1, Y11, Y11
-	VPMADDWD     Y1, Y12, Y12
-	VPMADDWD     Y1, Y13, Y13
-	VPMADDWD     Y1, Y14, Y14
-	VPMADDWD     Y1, Y4, Y4
-	VPUNPCKLDQ   Y10, Y8, Y5
-	VPUNPCKHDQ   Y10, Y8, Y8
-	VPADDD       Y8, Y5, Y5
-	VPUNPCKLDQ   Y11, Y9, Y8
-	VPUNPCKHDQ   Y11, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VPUNPCKLDQ   Y14, Y12, Y9
-	VPUNPCKHDQ   Y14, Y12, Y12
-	VPADDD       Y12, Y9, Y9
-	VPUNPCKLDQ   Y4, Y13, Y10
-	VPUNPCKHDQ   Y4, Y13, Y13
-	VPADDD       Y13, Y10, Y10
-	VPUNPCKHQDQ  Y9, Y5, Y4
-	VPUNPCKLQDQ  Y9, Y5, Y5
-	VPADDD       Y4, Y5, Y5
-	VPUNPCKHQDQ  Y10, Y8, Y4
-	VPUNPCKLQDQ  Y10, Y8, Y8
-	VPADDD       Y4, Y8, Y8
-	VPSUBD       (R8)(R12*8), Y5, Y5
-	VPSUBD       (R11)(R12*8), Y8, Y8
-	VCVTDQ2PS    Y5, Y5
-	VCVTDQ2PS    Y8, Y8
-	VMULPS       (DI)(R12*8), Y7, Y4
-	VMULPS       (R10)(R12*8), Y7, Y7
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y7, Y8, Y8
-	VADDPS       X5, X2, X2
-	VADDPS       X8, X3, X3
-	VEXTRACTF128 $0x01, Y5, X4
-	VEXTRACTF128 $0x01, Y8, X5
-	VADDPS       X4, X2, X2
-	VADDPS       X5, X3, X3
-	ADDQ         $0x00000100, SI
-	ADDQ         $0x04, R12
-	CMPQ         R12, AX
+	VPMADDUBSW   64(AX), Y4, Y11
+	VPADDW       Y11, Y10, Y10
+	VPMADDUBSW   96(AX), Y5, Y11
+	VPADDW       Y11, Y10, Y10
+	VPMADDUBSW   128(AX), Y6, Y11
+	VPADDW       Y11, Y10, Y10
+	VPMADDUBSW   160(AX), Y7, Y11
+	VPADDW       Y11, Y10, Y10
+	VPMADDUBSW   192(AX), Y8, Y11
+	VPADDW       Y11, Y10, Y10
+	VPMADDUBSW   224(AX), Y9, Y11
+	VPADDW       Y11, Y10, Y10
+	VPMADDWD     ones16<>+0(SB), Y10, Y10
+	VPMADDUBSW   (AX)(BX*1), Y2, Y2
+	VPMADDUBSW   32(AX)(BX*1), Y3, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDUBSW   64(AX)(BX*1), Y4, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDUBSW   96(AX)(BX*1), Y5, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDUBSW   128(AX)(BX*1), Y6, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDUBSW   160(AX)(BX*1), Y7, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDUBSW   192(AX)(BX*1), Y8, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDUBSW   224(AX)(BX*1), Y9, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDWD     ones16<>+0(SB), Y2, Y2
+	VMOVD        (R8)(R9*1), X12
+	VCVTPH2PS    X12, X12
+	VMOVDQU      idx01<>+0(SB), Y3
+	VPERMPS      Y12, Y3, Y3
+	VPSUBD       (DX), Y10, Y10
+	VPSUBD       (DX)(SI*1), Y2, Y2
+	VCVTDQ2PS    Y10, Y10
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (CX), Y3, Y4
+	VMULPS       (CX)(SI*1), Y3, Y3
+	VMULPS       Y4, Y10, Y10
+	VMULPS       Y3, Y2, Y2
+	VADDPS       X10, X0, X0
+	VADDPS       X2, X1, X1
+	VEXTRACTF128 $0x01, Y10, X3
+	VEXTRACTF128 $0x01, Y2, X2
+	VADDPS       X3, X0, X0
+	VADDPS       X2, X1, X1
+	ADDQ         $0x00000100, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, R9
+	MOVQ         np+72(FP), R10
+	SHLQ         $0x02, R10
+	CMPQ         R9, R10
 	JL           q4_0ToksAVX2_pair2
-	CMPQ         add+112(FP), $0x00
+	MOVQ         24(SP), R9
+	CMPQ         16(SP), $0x00
 	JE           q4_0ToksAVX2_pair20_store
-	VADDPS       (BX), X2, X2
+	VADDPS       (R9), X0, X0
 
 q4_0ToksAVX2_pair20_store:
-	VMOVUPS X2, (BX)
-	ADDQ    $0x10, BX
-	CMPQ    add+112(FP), $0x00
+	VMOVUPS X0, (R9)
+	ADDQ    $0x10, R9
+	CMPQ    16(SP), $0x00
 	JE      q4_0ToksAVX2_pair21_store
-	VADDPS  (BX), X3, X3
+	VADDPS  (R9), X1, X1
 
 q4_0ToksAVX2_pair21_store:
-	VMOVUPS X3, (BX)
-	ADDQ    $0x10, BX
-	MOVQ    8(SP), SI
-	ADDQ    ag+56(FP), SI
-	ADDQ    ag+56(FP), SI
-	MOVQ    SI, 8(SP)
-	MOVQ    16(SP), SI
-	ADDQ    dg+64(FP), SI
-	ADDQ    dg+64(FP), SI
-	MOVQ    SI, 16(SP)
-	MOVQ    24(SP), SI
-	ADDQ    dg+64(FP), SI
-	ADDQ    dg+64(FP), SI
-	MOVQ    SI, 24(SP)
+	VMOVUPS X1, (R9)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+128(FP), R9
+	ADDQ    R9, DI
+	ADDQ    R9, R8
+	DECQ    8(SP)
+	JNZ     q4_0ToksAVX2_pair2_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000020, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+56(FP), AX
+	ADDQ    ag+56(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+64(FP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+64(FP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 48(SP)
 	SUBQ    $0x02, (SP)
 	JMP     q4_0ToksAVX2_group
 
 q4_0ToksAVX2_one:
-	CMPQ   (SP), $0x01
-	JL     q4_0ToksAVX2_rowdone
-	MOVQ   8(SP), SI
-	MOVQ   16(SP), DI
-	MOVQ   24(SP), R8
-	XORQ   R9, R9
-	VXORPS X6, X6, X6
+	CMPQ (SP), $0x01
+	JL   q4_0ToksAVX2_rowdone
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ codes+0(FP), BX
+	MOVQ scales+8(FP), SI
+	MOVQ tiles+120(FP), DI
+	MOVQ DI, 8(SP)
+	MOVQ add+112(FP), DI
+	MOVQ DI, 16(SP)
+
+q4_0ToksAVX2_pair1_tile:
+	XORQ   DI, DI
+	VXORPS X9, X9, X9
 
 q4_0ToksAVX2_pair1:
-	VMOVDQU      (CX)(R9*8), Y3
-	VPSRLW       $0x04, Y3, Y4
-	VPAND        Y0, Y3, Y3
-	VPAND        Y0, Y4, Y4
-	VMOVD        (DX)(R9*1), X2
-	VCVTPH2PS    X2, X2
-	VMOVDQU      idx01<>+0(SB), Y5
-	VPERMPS      Y2, Y5, Y5
-	VPMADDUBSW   (SI), Y3, Y7
-	VPMADDUBSW   32(SI), Y4, Y8
-	VPADDW       Y8, Y7, Y7
-	VPMADDUBSW   64(SI), Y3, Y8
-	VPMADDUBSW   96(SI), Y4, Y9
-	VPADDW       Y9, Y8, Y8
-	VPMADDUBSW   128(SI), Y3, Y9
-	VPMADDUBSW   160(SI), Y4, Y10
-	VPADDW       Y10, Y9, Y9
-	VPMADDUBSW   192(SI), Y3, Y3
-	VPMADDUBSW   224(SI), Y4, Y4
-	VPADDW       Y4, Y3, Y3
-	VPMADDWD     Y1, Y7, Y7
-	VPMADDWD     Y1, Y8, Y8
-	VPMADDWD     Y1, Y9, Y9
-	VPMADDWD     Y1, Y3, Y3
-	VPUNPCKLDQ   Y8, Y7, Y4
-	VPUNPCKHDQ   Y8, Y7, Y7
-	VPADDD       Y7, Y4, Y4
-	VPUNPCKLDQ   Y3, Y9, Y7
-	VPUNPCKHDQ   Y3, Y9, Y9
-	VPADDD       Y9, Y7, Y7
-	VPUNPCKHQDQ  Y7, Y4, Y3
-	VPUNPCKLQDQ  Y7, Y4, Y4
-	VPADDD       Y3, Y4, Y4
-	VPSUBD       (R8)(R9*8), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VMULPS       (DI)(R9*8), Y5, Y3
-	VMULPS       Y3, Y4, Y4
-	VADDPS       X4, X6, X6
-	VEXTRACTF128 $0x01, Y4, X2
-	VADDPS       X2, X6, X6
-	ADDQ         $0x00000100, SI
-	ADDQ         $0x04, R9
-	CMPQ         R9, AX
+	VMOVDQU      (BX)(DI*8), Y1
+	VPSRLW       $0x04, Y1, Y2
+	VPAND        c0F<>+0(SB), Y1, Y1
+	VPAND        c0F<>+0(SB), Y2, Y2
+	VPSHUFD      $0x39, Y1, Y3
+	VPSHUFD      $0x39, Y2, Y4
+	VPSHUFD      $0x4e, Y1, Y5
+	VPSHUFD      $0x4e, Y2, Y6
+	VPSHUFD      $0x93, Y1, Y7
+	VPSHUFD      $0x93, Y2, Y8
+	VPMADDUBSW   (AX), Y1, Y1
+	VPMADDUBSW   32(AX), Y2, Y2
+	VPADDW       Y2, Y1, Y1
+	VPMADDUBSW   64(AX), Y3, Y2
+	VPADDW       Y2, Y1, Y1
+	VPMADDUBSW   96(AX), Y4, Y2
+	VPADDW       Y2, Y1, Y1
+	VPMADDUBSW   128(AX), Y5, Y2
+	VPADDW       Y2, Y1, Y1
+	VPMADDUBSW   160(AX), Y6, Y2
+	VPADDW       Y2, Y1, Y1
+	VPMADDUBSW   192(AX), Y7, Y2
+	VPADDW       Y2, Y1, Y1
+	VPMADDUBSW   224(AX), Y8, Y2
+	VPADDW       Y2, Y1, Y1
+	VPMADDWD     ones16<>+0(SB), Y1, Y1
+	VMOVD        (SI)(DI*1), X0
+	VCVTPH2PS    X0, X0
+	VMOVDQU      idx01<>+0(SB), Y2
+	VPERMPS      Y0, Y2, Y2
+	VPSUBD       (DX), Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (CX), Y2, Y2
+	VMULPS       Y2, Y1, Y1
+	VADDPS       X1, X9, X9
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X9, X9
+	ADDQ         $0x00000100, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, DI
+	MOVQ         np+72(FP), R8
+	SHLQ         $0x02, R8
+	CMPQ         DI, R8
 	JL           q4_0ToksAVX2_pair1
-	CMPQ         add+112(FP), $0x00
+	MOVQ         24(SP), DI
+	CMPQ         16(SP), $0x00
 	JE           q4_0ToksAVX2_pair10_store
-	VADDPS       (BX), X6, X6
+	VADDPS       (DI), X9, X9
 
 q4_0ToksAVX2_pair10_store:
-	VMOVUPS X6, (BX)
-	ADDQ    $0x10, BX
-	MOVQ    8(SP), CX
-	ADDQ    ag+56(FP), CX
-	MOVQ    CX, 8(SP)
-	MOVQ    16(SP), CX
-	ADDQ    dg+64(FP), CX
-	MOVQ    CX, 16(SP)
-	MOVQ    24(SP), CX
-	ADDQ    dg+64(FP), CX
-	MOVQ    CX, 24(SP)
+	VMOVUPS X9, (DI)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+128(FP), DI
+	ADDQ    DI, BX
+	ADDQ    DI, SI
+	DECQ    8(SP)
+	JNZ     q4_0ToksAVX2_pair1_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000010, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+56(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 48(SP)
 	SUBQ    $0x01, (SP)
 
 q4_0ToksAVX2_rowdone:
-	MOVQ codes+0(FP), CX
-	ADDQ cstride+16(FP), CX
-	MOVQ CX, codes+0(FP)
-	MOVQ scales+8(FP), CX
-	ADDQ sstride+24(FP), CX
-	MOVQ CX, scales+8(FP)
-	MOVQ o+88(FP), CX
-	ADDQ ostride+96(FP), CX
-	MOVQ CX, o+88(FP)
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+16(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ scales+8(FP), AX
+	ADDQ sstride+24(FP), AX
+	MOVQ AX, scales+8(FP)
+	MOVQ o+88(FP), AX
+	ADDQ ostride+96(FP), AX
+	MOVQ AX, o+88(FP)
 	DECQ rows+104(FP)
 	JMP  q4_0ToksAVX2_rows
 
@@ -2044,258 +2062,282 @@ q4_0ToksAVX2_done:
 	VZEROUPPER
 	RET
 
-// func q5_0ToksAVX2(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int)
+// func q5_0ToksAVX2(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
 // Requires: AVX, AVX2, F16C
-TEXT ·q5_0ToksAVX2(SB), NOSPLIT, $32-136
-	MOVQ    np+88(FP), AX
-	SHLQ    $0x02, AX
-	VMOVDQU c0F<>+0(SB), Y0
-	VMOVDQU ones16<>+0(SB), Y1
-
+TEXT ·q5_0ToksAVX2(SB), NOSPLIT, $56-152
 q5_0ToksAVX2_rows:
 	CMPQ rows+120(FP), $0x00
 	JE   q5_0ToksAVX2_done
-	MOVQ codes+0(FP), CX
-	MOVQ scales+16(FP), DX
-	MOVQ high+8(FP), BX
-	MOVQ o+104(FP), SI
-	MOVQ a+48(FP), DI
-	MOVQ DI, 8(SP)
-	MOVQ d+56(FP), DI
-	MOVQ DI, 16(SP)
-	MOVQ s+64(FP), DI
-	MOVQ DI, 24(SP)
-	MOVQ groups+96(FP), DI
-	MOVQ DI, (SP)
+	MOVQ a+48(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ d+56(FP), AX
+	MOVQ AX, 40(SP)
+	MOVQ s+64(FP), AX
+	MOVQ AX, 48(SP)
+	MOVQ groups+96(FP), AX
+	MOVQ AX, (SP)
+	MOVQ o+104(FP), AX
+	MOVQ AX, 24(SP)
 
 q5_0ToksAVX2_group:
-	CMPQ   (SP), $0x02
-	JL     q5_0ToksAVX2_one
-	MOVQ   8(SP), DI
-	MOVQ   16(SP), R8
-	MOVQ   24(SP), R9
-	MOVQ   ag+72(FP), R10
-	MOVQ   R8, R11
-	ADDQ   dg+80(FP), R11
-	MOVQ   R9, R12
-	ADDQ   dg+80(FP), R12
-	XORQ   R13, R13
-	VXORPS X2, X2, X2
-	VXORPS X3, X3, X3
+	CMPQ (SP), $0x02
+	JL   q5_0ToksAVX2_one
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ ag+72(FP), BX
+	MOVQ dg+80(FP), SI
+	MOVQ codes+0(FP), DI
+	MOVQ scales+16(FP), R8
+	MOVQ high+8(FP), R9
+	MOVQ tiles+136(FP), R10
+	MOVQ R10, 8(SP)
+	MOVQ add+128(FP), R10
+	MOVQ R10, 16(SP)
+
+q5_0ToksAVX2_pair2_tile:
+	XORQ   R10, R10
+	VXORPS X0, X0, X0
+	VXORPS X1, X1, X1
 
 q5_0ToksAVX2_pair2:
-	VMOVDQU      (CX)(R13*8), Y4
-	VPSRLW       $0x04, Y4, Y5
-	VPAND        Y0, Y4, Y4
-	VPAND        Y0, Y5, Y5
-	VPBROADCASTQ (BX)(R13*2), Y6
-	VPSHUFB      hShuf<>+0(SB), Y6, Y6
-	VPAND        hBit<>+0(SB), Y6, Y7
-	VPCMPEQB     hBit<>+0(SB), Y7, Y7
-	VPAND        c10<>+0(SB), Y7, Y7
-	VPOR         Y7, Y4, Y4
-	VPSRLW       $0x01, Y6, Y6
-	VPAND        hBit<>+0(SB), Y6, Y6
-	VPCMPEQB     hBit<>+0(SB), Y6, Y6
-	VPAND        c10<>+0(SB), Y6, Y6
-	VPOR         Y6, Y5, Y5
-	VMOVD        (DX)(R13*1), X8
-	VCVTPH2PS    X8, X8
-	VMOVDQU      idx01<>+0(SB), Y6
-	VPERMPS      Y8, Y6, Y6
-	VPMADDUBSW   (DI), Y4, Y7
-	VPMADDUBSW   32(DI), Y5, Y9
-	VPADDW       Y9, Y7, Y7
-	VPMADDUBSW   (DI)(R10*1), Y4, Y9
-	VPMADDUBSW   32(DI)(R10*1), Y5, Y10
-	VPADDW       Y10, Y9, Y9
-	VPMADDUBSW   64(DI), Y4, Y10
-	VPMADDUBSW   96(DI), Y5, Y11
-	VPADDW       Y11, Y10, Y10
-	VPMADDUBSW   64(DI)(R10*1), Y4, Y11
-	VPMADDUBSW   96(DI)(R10*1), Y5, Y12
+	VMOVDQU      (DI)(R10*8), Y2
+	VPSRLW       $0x04, Y2, Y3
+	VPAND        c0F<>+0(SB), Y2, Y2
+	VPAND        c0F<>+0(SB), Y3, Y3
+	VPBROADCASTQ (R9)(R10*2), Y4
+	VPSHUFB      hShuf<>+0(SB), Y4, Y4
+	VPAND        hBit<>+0(SB), Y4, Y5
+	VPCMPEQB     hBit<>+0(SB), Y5, Y5
+	VPAND        c10<>+0(SB), Y5, Y5
+	VPOR         Y5, Y2, Y2
+	VPSRLW       $0x01, Y4, Y4
+	VPAND        hBit<>+0(SB), Y4, Y4
+	VPCMPEQB     hBit<>+0(SB), Y4, Y4
+	VPAND        c10<>+0(SB), Y4, Y4
+	VPOR         Y4, Y3, Y3
+	VPSHUFD      $0x39, Y2, Y4
+	VPSHUFD      $0x39, Y3, Y5
+	VPSHUFD      $0x4e, Y2, Y7
+	VPSHUFD      $0x4e, Y3, Y8
+	VPSHUFD      $0x93, Y2, Y9
+	VPSHUFD      $0x93, Y3, Y10
+	VPMADDUBSW   (AX), Y2, Y11
+	VPMADDUBSW   32(AX), Y3, Y12
 	VPADDW       Y12, Y11, Y11
-	VPMADDUBSW   128(DI), Y4, Y12
-	VPMADDUBSW   160(DI), Y5, Y13
+	VPMADDUBSW   64(AX), Y4, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDUBSW   96(AX), Y5, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDUBSW   128(AX), Y7, Y12
+	VPMADDUBSW   160(AX), Y8, Y13
 	VPADDW       Y13, Y12, Y12
-	VPMADDUBSW   128(DI)(R10*1), Y4, Y13
-	VPMADDUBSW   160(DI)(R10*1), Y5, Y14
-	VPADDW       Y14, Y13, Y13
-	VPMADDUBSW   192(DI), Y4, Y14
-	VPMADDUBSW   224(DI), Y5, Y15
-	VPADDW       Y15, Y14, Y14
-	VPMADDUBSW   192(DI)(R10*1), Y4, Y4
-	VPMADDUBSW   224(DI)(R10*1), Y5, Y5
-	VPADDW       Y5, Y4, Y4
-	VPMADDWD     Y1, Y7, Y7
-	VPMADDWD     Y1, Y9, Y9
-	VPMADDWD     Y1, Y10, Y10
-	VPMADDWD     Y1, Y11, Y11
-	VPMADDWD     Y1, Y12, Y12
-	VPMADDWD     Y1, Y13, Y13
-	VPMADDWD     Y1, Y14, Y14
-	VPMADDWD     Y1, Y4, Y4
-	VPUNPCKLDQ   Y10, Y7, Y5
-	VPUNPCKHDQ   Y10, Y7, Y7
-	VPADDD       Y7, Y5, Y5
-	VPUNPCKLDQ   Y11, Y9, Y7
-	VPUNPCKHDQ   Y11, Y9, Y9
-	VPADDD       Y9, Y7, Y7
-	VPUNPCKLDQ   Y14, Y12, Y9
-	VPUNPCKHDQ   Y14, Y12, Y12
-	VPADDD       Y12, Y9, Y9
-	VPUNPCKLDQ   Y4, Y13, Y10
-	VPUNPCKHDQ   Y4, Y13, Y13
-	VPADDD       Y13, Y10, Y10
-	VPUNPCKHQDQ  Y9, Y5, Y4
-	VPUNPCKLQDQ  Y9, Y5, Y5
-	VPADDD       Y4, Y5, Y5
-	VPUNPCKHQDQ  Y10, Y7, Y4
-	VPUNPCKLQDQ  Y10, Y7, Y7
-	VPADDD       Y4, Y7, Y7
-	VPSUBD       (R9)(R13*8), Y5, Y5
-	VPSUBD       (R12)(R13*8), Y7, Y7
-	VCVTDQ2PS    Y5, Y5
-	VCVTDQ2PS    Y7, Y7
-	VMULPS       (R8)(R13*8), Y6, Y4
-	VMULPS       (R11)(R13*8), Y6, Y6
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VADDPS       X5, X2, X2
-	VADDPS       X7, X3, X3
-	VEXTRACTF128 $0x01, Y5, X4
-	VEXTRACTF128 $0x01, Y7, X5
-	VADDPS       X4, X2, X2
-	VADDPS       X5, X3, X3
-	ADDQ         $0x00000100, DI
-	ADDQ         $0x04, R13
-	CMPQ         R13, AX
+	VPMADDUBSW   192(AX), Y9, Y13
+	VPADDW       Y13, Y12, Y12
+	VPMADDUBSW   224(AX), Y10, Y13
+	VPADDW       Y13, Y12, Y12
+	VPMADDWD     ones16<>+0(SB), Y11, Y11
+	VPMADDWD     ones16<>+0(SB), Y12, Y12
+	VPADDD       Y12, Y11, Y11
+	VPMADDUBSW   (AX)(BX*1), Y2, Y2
+	VPMADDUBSW   32(AX)(BX*1), Y3, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDUBSW   64(AX)(BX*1), Y4, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDUBSW   96(AX)(BX*1), Y5, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDUBSW   128(AX)(BX*1), Y7, Y3
+	VPMADDUBSW   160(AX)(BX*1), Y8, Y4
+	VPADDW       Y4, Y3, Y3
+	VPMADDUBSW   192(AX)(BX*1), Y9, Y4
+	VPADDW       Y4, Y3, Y3
+	VPMADDUBSW   224(AX)(BX*1), Y10, Y4
+	VPADDW       Y4, Y3, Y3
+	VPMADDWD     ones16<>+0(SB), Y2, Y2
+	VPMADDWD     ones16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y2, Y2
+	VMOVD        (R8)(R10*1), X6
+	VCVTPH2PS    X6, X6
+	VMOVDQU      idx01<>+0(SB), Y3
+	VPERMPS      Y6, Y3, Y3
+	VPSUBD       (DX), Y11, Y11
+	VPSUBD       (DX)(SI*1), Y2, Y2
+	VCVTDQ2PS    Y11, Y11
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       (CX), Y3, Y4
+	VMULPS       (CX)(SI*1), Y3, Y3
+	VMULPS       Y4, Y11, Y11
+	VMULPS       Y3, Y2, Y2
+	VADDPS       X11, X0, X0
+	VADDPS       X2, X1, X1
+	VEXTRACTF128 $0x01, Y11, X3
+	VEXTRACTF128 $0x01, Y2, X2
+	VADDPS       X3, X0, X0
+	VADDPS       X2, X1, X1
+	ADDQ         $0x00000100, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, R10
+	MOVQ         np+88(FP), R11
+	SHLQ         $0x02, R11
+	CMPQ         R10, R11
 	JL           q5_0ToksAVX2_pair2
-	CMPQ         add+128(FP), $0x00
+	MOVQ         24(SP), R10
+	CMPQ         16(SP), $0x00
 	JE           q5_0ToksAVX2_pair20_store
-	VADDPS       (SI), X2, X2
+	VADDPS       (R10), X0, X0
 
 q5_0ToksAVX2_pair20_store:
-	VMOVUPS X2, (SI)
-	ADDQ    $0x10, SI
-	CMPQ    add+128(FP), $0x00
+	VMOVUPS X0, (R10)
+	ADDQ    $0x10, R10
+	CMPQ    16(SP), $0x00
 	JE      q5_0ToksAVX2_pair21_store
-	VADDPS  (SI), X3, X3
+	VADDPS  (R10), X1, X1
 
 q5_0ToksAVX2_pair21_store:
-	VMOVUPS X3, (SI)
-	ADDQ    $0x10, SI
-	MOVQ    8(SP), DI
-	ADDQ    ag+72(FP), DI
-	ADDQ    ag+72(FP), DI
-	MOVQ    DI, 8(SP)
-	MOVQ    16(SP), DI
-	ADDQ    dg+80(FP), DI
-	ADDQ    dg+80(FP), DI
-	MOVQ    DI, 16(SP)
-	MOVQ    24(SP), DI
-	ADDQ    dg+80(FP), DI
-	ADDQ    dg+80(FP), DI
-	MOVQ    DI, 24(SP)
+	VMOVUPS X1, (R10)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+144(FP), R10
+	ADDQ    R10, DI
+	ADDQ    R10, R8
+	ADDQ    R10, R9
+	DECQ    8(SP)
+	JNZ     q5_0ToksAVX2_pair2_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000020, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+72(FP), AX
+	ADDQ    ag+72(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+80(FP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+80(FP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 48(SP)
 	SUBQ    $0x02, (SP)
 	JMP     q5_0ToksAVX2_group
 
 q5_0ToksAVX2_one:
-	CMPQ   (SP), $0x01
-	JL     q5_0ToksAVX2_rowdone
-	MOVQ   8(SP), DI
-	MOVQ   16(SP), R8
-	MOVQ   24(SP), R9
-	XORQ   R10, R10
-	VXORPS X7, X7, X7
+	CMPQ (SP), $0x01
+	JL   q5_0ToksAVX2_rowdone
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ codes+0(FP), BX
+	MOVQ scales+16(FP), SI
+	MOVQ high+8(FP), DI
+	MOVQ tiles+136(FP), R8
+	MOVQ R8, 8(SP)
+	MOVQ add+128(FP), R8
+	MOVQ R8, 16(SP)
+
+q5_0ToksAVX2_pair1_tile:
+	XORQ   R8, R8
+	VXORPS X5, X5, X5
 
 q5_0ToksAVX2_pair1:
-	VMOVDQU      (CX)(R10*8), Y3
-	VPSRLW       $0x04, Y3, Y4
-	VPAND        Y0, Y3, Y3
-	VPAND        Y0, Y4, Y4
-	VPBROADCASTQ (BX)(R10*2), Y5
-	VPSHUFB      hShuf<>+0(SB), Y5, Y5
-	VPAND        hBit<>+0(SB), Y5, Y6
-	VPCMPEQB     hBit<>+0(SB), Y6, Y6
-	VPAND        c10<>+0(SB), Y6, Y6
-	VPOR         Y6, Y3, Y3
-	VPSRLW       $0x01, Y5, Y5
-	VPAND        hBit<>+0(SB), Y5, Y5
-	VPCMPEQB     hBit<>+0(SB), Y5, Y5
-	VPAND        c10<>+0(SB), Y5, Y5
-	VPOR         Y5, Y4, Y4
-	VMOVD        (DX)(R10*1), X2
-	VCVTPH2PS    X2, X2
-	VMOVDQU      idx01<>+0(SB), Y5
-	VPERMPS      Y2, Y5, Y5
-	VPMADDUBSW   (DI), Y3, Y6
-	VPMADDUBSW   32(DI), Y4, Y9
-	VPADDW       Y9, Y6, Y6
-	VPMADDUBSW   64(DI), Y3, Y9
-	VPMADDUBSW   96(DI), Y4, Y10
-	VPADDW       Y10, Y9, Y9
-	VPMADDUBSW   128(DI), Y3, Y10
-	VPMADDUBSW   160(DI), Y4, Y11
-	VPADDW       Y11, Y10, Y10
-	VPMADDUBSW   192(DI), Y3, Y3
-	VPMADDUBSW   224(DI), Y4, Y4
-	VPADDW       Y4, Y3, Y3
-	VPMADDWD     Y1, Y6, Y6
-	VPMADDWD     Y1, Y9, Y9
-	VPMADDWD     Y1, Y10, Y10
-	VPMADDWD     Y1, Y3, Y3
-	VPUNPCKLDQ   Y9, Y6, Y4
-	VPUNPCKHDQ   Y9, Y6, Y6
-	VPADDD       Y6, Y4, Y4
-	VPUNPCKLDQ   Y3, Y10, Y6
-	VPUNPCKHDQ   Y3, Y10, Y10
-	VPADDD       Y10, Y6, Y6
-	VPUNPCKHQDQ  Y6, Y4, Y3
-	VPUNPCKLQDQ  Y6, Y4, Y4
-	VPADDD       Y3, Y4, Y4
-	VPSUBD       (R9)(R10*8), Y4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VMULPS       (R8)(R10*8), Y5, Y3
-	VMULPS       Y3, Y4, Y4
-	VADDPS       X4, X7, X7
-	VEXTRACTF128 $0x01, Y4, X2
-	VADDPS       X2, X7, X7
-	ADDQ         $0x00000100, DI
-	ADDQ         $0x04, R10
-	CMPQ         R10, AX
+	VMOVDQU      (BX)(R8*8), Y1
+	VPSRLW       $0x04, Y1, Y2
+	VPAND        c0F<>+0(SB), Y1, Y1
+	VPAND        c0F<>+0(SB), Y2, Y2
+	VPBROADCASTQ (DI)(R8*2), Y3
+	VPSHUFB      hShuf<>+0(SB), Y3, Y3
+	VPAND        hBit<>+0(SB), Y3, Y4
+	VPCMPEQB     hBit<>+0(SB), Y4, Y4
+	VPAND        c10<>+0(SB), Y4, Y4
+	VPOR         Y4, Y1, Y1
+	VPSRLW       $0x01, Y3, Y3
+	VPAND        hBit<>+0(SB), Y3, Y3
+	VPCMPEQB     hBit<>+0(SB), Y3, Y3
+	VPAND        c10<>+0(SB), Y3, Y3
+	VPOR         Y3, Y2, Y2
+	VPSHUFD      $0x39, Y1, Y3
+	VPSHUFD      $0x39, Y2, Y4
+	VPSHUFD      $0x4e, Y1, Y7
+	VPSHUFD      $0x4e, Y2, Y8
+	VPSHUFD      $0x93, Y1, Y9
+	VPSHUFD      $0x93, Y2, Y10
+	VPMADDUBSW   (AX), Y1, Y1
+	VPMADDUBSW   32(AX), Y2, Y2
+	VPADDW       Y2, Y1, Y1
+	VPMADDUBSW   64(AX), Y3, Y2
+	VPADDW       Y2, Y1, Y1
+	VPMADDUBSW   96(AX), Y4, Y2
+	VPADDW       Y2, Y1, Y1
+	VPMADDUBSW   128(AX), Y7, Y2
+	VPMADDUBSW   160(AX), Y8, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDUBSW   192(AX), Y9, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDUBSW   224(AX), Y10, Y3
+	VPADDW       Y3, Y2, Y2
+	VPMADDWD     ones16<>+0(SB), Y1, Y1
+	VPMADDWD     ones16<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VMOVD        (SI)(R8*1), X0
+	VCVTPH2PS    X0, X0
+	VMOVDQU      idx01<>+0(SB), Y2
+	VPERMPS      Y0, Y2, Y2
+	VPSUBD       (DX), Y1, Y1
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       (CX), Y2, Y2
+	VMULPS       Y2, Y1, Y1
+	VADDPS       X1, X5, X5
+	VEXTRACTF128 $0x01, Y1, X0
+	VADDPS       X0, X5, X5
+	ADDQ         $0x00000100, AX
+	ADDQ         $0x20, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x04, R8
+	MOVQ         np+88(FP), R9
+	SHLQ         $0x02, R9
+	CMPQ         R8, R9
 	JL           q5_0ToksAVX2_pair1
-	CMPQ         add+128(FP), $0x00
+	MOVQ         24(SP), R8
+	CMPQ         16(SP), $0x00
 	JE           q5_0ToksAVX2_pair10_store
-	VADDPS       (SI), X7, X7
+	VADDPS       (R8), X5, X5
 
 q5_0ToksAVX2_pair10_store:
-	VMOVUPS X7, (SI)
-	ADDQ    $0x10, SI
-	MOVQ    8(SP), CX
-	ADDQ    ag+72(FP), CX
-	MOVQ    CX, 8(SP)
-	MOVQ    16(SP), CX
-	ADDQ    dg+80(FP), CX
-	MOVQ    CX, 16(SP)
-	MOVQ    24(SP), CX
-	ADDQ    dg+80(FP), CX
-	MOVQ    CX, 24(SP)
+	VMOVUPS X5, (R8)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+144(FP), R8
+	ADDQ    R8, BX
+	ADDQ    R8, SI
+	ADDQ    R8, DI
+	DECQ    8(SP)
+	JNZ     q5_0ToksAVX2_pair1_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000010, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+72(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 48(SP)
 	SUBQ    $0x01, (SP)
 
 q5_0ToksAVX2_rowdone:
-	MOVQ codes+0(FP), CX
-	ADDQ cstride+24(FP), CX
-	MOVQ CX, codes+0(FP)
-	MOVQ scales+16(FP), CX
-	ADDQ sstride+40(FP), CX
-	MOVQ CX, scales+16(FP)
-	MOVQ high+8(FP), CX
-	ADDQ hstride+32(FP), CX
-	MOVQ CX, high+8(FP)
-	MOVQ o+104(FP), CX
-	ADDQ ostride+112(FP), CX
-	MOVQ CX, o+104(FP)
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+24(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ scales+16(FP), AX
+	ADDQ sstride+40(FP), AX
+	MOVQ AX, scales+16(FP)
+	MOVQ high+8(FP), AX
+	ADDQ hstride+32(FP), AX
+	MOVQ AX, high+8(FP)
+	MOVQ o+104(FP), AX
+	ADDQ ostride+112(FP), AX
+	MOVQ AX, o+104(FP)
 	DECQ rows+120(FP)
 	JMP  q5_0ToksAVX2_rows
 

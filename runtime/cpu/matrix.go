@@ -184,7 +184,7 @@ type mmJob struct {
 	// vec: the AVX2 kernels run (simd.go), with tbv tokens per pass and rbv
 	// rows per block for the token kernels
 	vec      bool
-	tbv, rbv int
+	tbv, rbv, tcv int
 	lay      blobLayout
 }
 

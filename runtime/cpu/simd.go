@@ -91,12 +91,50 @@ func permute64(dst, src []int8) {
 	}
 }
 
+// rotate4Permuted writes token l (of 4) of a group's Q4_0 or Q5_0 token-kernel
+// layout dst (4*len(src) codes), from its codes src: for each unit of 64
+// (blocks A and B), 256 bytes in which the four tokens are interleaved the
+// way the kernels meet the weights' nibbles rotated four ways.
+//
+// The kernels load 32 code bytes (A's 16 then B's: lane A and lane B), take
+// lo (low nibbles: even elements) and hi (odd elements), and rotate each
+// 128-bit lane by k dwords (VPSHUFD, k = 0..3): byte 4c+e of a lane then
+// holds the nibble of byte 4((c+k)%4)+e. Vector k, h of the unit (at byte
+// 64k+32h) holds, at byte 16L+4c+e, token c's element of block L that meets
+// that nibble: 2(4((c+k)%4)+e)+h. So in the byte products of one token
+// group every 4-byte chunk c belongs to token c; their sum over the eight
+// vectors (in int16, VPMADDUBSW then VPADDW, 16 products of at most
+// 15*128 or, for Q5_0, two sums of 8 products of at most 31*128) and one
+// VPMADDWD leave token c's dot product with block L in dword c of lane L,
+// with no horizontal reduction. Across k each chunk meets every position
+// of its lane once, and across h both nibbles, so every product is there.
+//
+// It takes the token's codes as permute64 orders them (A's even elements,
+// B's even, A's odd, B's odd: element 2q+h of block L at 32h+16L+q) and
+// moves whole 4-byte chunks: chunk c of lane L of vector k, h is chunk
+// (c+k)%4 of the quarter 2h+L of the permuted unit. The test's rotate4 is
+// the element-by-element definition.
+func rotate4Permuted(dst, p []int8, l int) {
+	for u := 0; u+64 <= len(p); u += 64 {
+		x := p[u : u+64]
+		d := dst[4*u : 4*u+256]
+		for k := 0; k < 4; k++ {
+			from := 4 * ((l + k) % 4)
+			for q := 0; q < 4; q++ { // q = 2h+L
+				*(*[4]int8)(d[64*k+16*q+4*l:]) = *(*[4]int8)(x[16*q+from:])
+			}
+		}
+	}
+}
+
 // prepareVec lays out the activations quantised by prepare (b tokens of k
 // elements) for the vector kernels, in groups of gs tokens (1 for the rows
 // kernels, 4 for the token kernels); the tokens after b in the last group
 // are zero. With u = 64 (Q8_0 activations) or 256 (Q8_K):
 //
-//	xa  [ceil(b/gs)][k/u][gs][u]   codes; in each 64, permute64 for nibble formats
+//	xa  [ceil(b/gs)][k/u][gs][u]   codes; in each 64, permute64 for nibble formats,
+//	                               but for Q4_0 and Q5_0 with gs = 4 each unit of
+//	                               gs*u = 256 holds the 4 tokens as rotate4 says
 //	xd  [ceil(b/gs)][k/bs][gs]     scales, bs = 32 or 256
 //	xs  [ceil(b/gs)][k/32][gs]     code sums (Q8_0 activations); with gs = 4
 //	                               times 8 (Q4_0) or 16 (Q5_0)
@@ -129,6 +167,10 @@ func (s *scratch) prepareVec(t planar.Type, b, k, gs int) {
 				for c := 0; c < k/u; c++ {
 					copy(s.vq[at+c*gs*u:][:u], src[c*u:])
 				}
+			case u == 64 && gs == 4:
+				s.vp = grow(s.vp, k)
+				permute64AVX2(&s.vp[0], &src[0], k/64, 64)
+				rotate4Permuted(s.vq[g*gs*k:(g+1)*gs*k], s.vp, l)
 			case u == 64:
 				permute64AVX2(&s.vq[at : at+(k/64-1)*gs*64+64][0], &src[0], k/64, gs*64)
 			default:
@@ -196,16 +238,25 @@ func (s *scratch) prepareVec(t planar.Type, b, k, gs int) {
 }
 
 // vecPlan sets the blocking of the token kernels for a call of b tokens:
-// tokens per pass, so that their codes of one K-tile (T bytes each) take
-// about 4 KiB, a multiple of 8 tokens (the kernels take two groups of four
-// at a time; smaller passes measured faster, the codes staying in L1
-// beside the weights and outputs); and rows per block, so that the block's
-// weights of all K-tiles stay within 128 KiB of L2 and its outputs (rows x
-// tokens floats, one buffer per worker) within 64 KiB. It grows the
-// buffers.
+// tokens per pass j.tbv, a multiple of 8 (the kernels take two groups of
+// four at a time), and K-tiles per kernel call j.tcv, so that the pass's
+// activation codes of those tiles take at most 16 KiB and stay in L1 while
+// the kernel runs over the rows; and rows per block j.rbv, so that the
+// block's weights of all K-tiles stay within 128 KiB of L2 and its outputs
+// (rows x tokens floats, one buffer per worker) within 64 KiB. The Q4_0
+// and Q5_0 kernels run every tile of a call themselves; the others take
+// one tile per call, with passes of tokens whose codes of one K-tile take
+// about 4 KiB (smaller passes measured faster, the codes staying in L1
+// beside the weights and outputs). It grows the buffers.
 func (j *mmJob) vecPlan(p *Pool) {
 	g := j.m.G
-	j.tbv = min((j.b+3)&^3, max(8, (4<<10)/g.KTile&^7))
+	if multiTile(g.Type) {
+		j.tbv = min((j.b+3)&^3, 8)
+		j.tcv = max(1, (16<<10)/(j.tbv*g.KTile))
+	} else {
+		j.tbv = min((j.b+3)&^3, max(8, (4<<10)/g.KTile&^7))
+		j.tcv = 1
+	}
 	r := g.RowsPerGroup()
 	rowBytes := max(1, g.Tiles()*g.TileBytes(r)/r)
 	j.rbv = max(4, min((128<<10)/rowBytes, (64<<10)/(4*j.tbv)))
@@ -217,6 +268,10 @@ func (j *mmJob) vecPlan(p *Pool) {
 		s.vo[w] = grow(s.vo[w], j.rbv*j.tbv)
 	}
 }
+
+// multiTile reports whether the token kernel of t runs several K-tiles per
+// call.
+func multiTile(t planar.Type) bool { return t == planar.Q4_0 || t == planar.Q5_0 }
 
 // vecRows runs rows [lo, hi) of a one-token call with the rows kernels:
 // each group's rows by fours over all K-tiles in one call, the rows left
@@ -296,14 +351,12 @@ func (j *mmJob) rowsGroup(c, i, n int, y []float32) {
 }
 
 // vecToks runs rows [lo, hi) of a call of two tokens or more with the token
-// kernels, on worker w: by blocks of rows, by passes of tokens, every
-// K-tile into the worker's buffer, then the buffer into y.
+// kernels, on worker w: by blocks of rows, by passes of tokens, by runs of
+// K-tiles into the worker's buffer, then the buffer into y.
 func (j *mmJob) vecToks(w, lo, hi int) {
 	g := j.m.G
-	l := &j.lay
 	r := g.RowsPerGroup()
 	o := j.s.vo[w]
-	var off [4]int
 	for c := lo / r; c < g.Columns; c++ {
 		first, n := g.GroupRows(c)
 		if first >= hi {
@@ -316,11 +369,8 @@ func (j *mmJob) vecToks(w, lo, hi int) {
 				nt := min(j.tbv, j.b-b0)
 				ng := (nt + 3) / 4
 				ost := 4 * ng
-				for t := 0; t < g.Tiles(); t++ {
-					for p := 0; p < l.np; p++ {
-						off[p] = l.group[c] + t*l.tile[c] + l.plane[c][p]
-					}
-					j.toksTile(t, q0-first, q1-q0, &off, b0/4, ng, o[:(q1-q0)*ost])
+				for t := 0; t < g.Tiles(); t += j.tcv {
+					j.toksTiles(c, t, min(j.tcv, g.Tiles()-t), q0-first, q1-q0, b0/4, ng, o[:(q1-q0)*ost])
 				}
 				j.untranspose(o, ost, b0, nt, q0, q1)
 			}
@@ -352,9 +402,55 @@ func (j *mmJob) untranspose(o []float32, ost, b0, nt, q0, q1 int) {
 	}
 }
 
-// toksTile runs the token kernel on rows [i, i+n) of a group, K-tile t,
+// toksTiles runs the token kernel on rows [i, i+n) of group c, K-tiles
+// [t0, t0+nt), token groups [g0, g0+ng) (four tokens each), into o
+// ([n][4*ng]), storing the first tile's sums when t0 is 0 and adding the
+// others.
+func (j *mmJob) toksTiles(c, t0, nt, i, n, g0, ng int, o []float32) {
+	if !multiTile(j.m.G.Type) {
+		for t := t0; t < t0+nt; t++ {
+			j.toksTile(c, t, i, n, g0, ng, o)
+		}
+		return
+	}
+	g := j.m.G
+	l := &j.lay
+	per := &l.per
+	s := j.s
+	K, T := g.K, g.KTile
+	ts := l.tile[c]
+	// pl is plane p of the n rows in the nt tiles; the kernels read
+	// nothing outside it.
+	pl := func(p int) *byte {
+		o := l.group[c] + t0*ts + l.plane[c][p]
+		return &j.m.Blob[o+i*per[p] : o+(nt-1)*ts+(i+n)*per[p]][0]
+	}
+	add := 0
+	if t0 > 0 {
+		add = 1
+	}
+	ag := 4 * K
+	a := &s.xa[g0*ag+4*t0*T : (g0+ng-1)*ag+4*(t0+nt)*T][0]
+	op := &o[:n*4*ng][0]
+	ost := 16 * ng
+	nb, nbk := T/32, K/32
+	lo, hi := (g0*nbk+t0*nb)*4, ((g0+ng-1)*nbk+(t0+nt)*nb)*4
+	d := &s.xd[lo:hi][0]
+	dg := 16 * nbk
+	if g.Type == planar.Q4_0 {
+		q4_0ToksAVX2(pl(0), pl(1), per[0], per[1], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add, nt, ts)
+	} else {
+		q5_0ToksAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add, nt, ts)
+	}
+}
+
+// toksTile runs the token kernel on rows [i, i+n) of group c, K-tile t,
 // token groups [g0, g0+ng) (four tokens each), into o ([n][4*ng]).
-func (j *mmJob) toksTile(t, i, n int, off *[4]int, g0, ng int, o []float32) {
+func (j *mmJob) toksTile(c, t, i, n, g0, ng int, o []float32) {
+	var off [4]int
+	for p := 0; p < j.lay.np; p++ {
+		off[p] = j.lay.group[c] + t*j.lay.tile[c] + j.lay.plane[c][p]
+	}
 	g := j.m.G
 	per := &j.lay.per
 	s := j.s
@@ -370,19 +466,10 @@ func (j *mmJob) toksTile(t, i, n int, off *[4]int, g0, ng int, o []float32) {
 	op := &o[:n*4*ng][0]
 	ost := 16 * ng
 	switch g.Type {
-	case planar.Q4_0, planar.Q5_0, planar.Q8_0:
+	case planar.Q8_0:
 		nb, nbk := T/32, K/32
 		lo, hi := (g0*nbk+t*nb)*4, ((g0+ng-1)*nbk+(t+1)*nb)*4
-		d := &s.xd[lo:hi][0]
-		dg := 16 * nbk
-		switch g.Type {
-		case planar.Q4_0:
-			q4_0ToksAVX2(pl(0), pl(1), per[0], per[1], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add)
-		case planar.Q5_0:
-			q5_0ToksAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add)
-		default:
-			q8_0ToksAVX2(pl(0), pl(1), per[0], per[1], a, d, ag, dg, nb/2, ng, op, ost, n, add)
-		}
+		q8_0ToksAVX2(pl(0), pl(1), per[0], per[1], a, &s.xd[lo:hi][0], ag, 16*nbk, nb/2, ng, op, ost, n, add)
 	default:
 		nsb, nbk := T/256, K/256
 		lo, hi := (g0*nbk+t*nsb)*4, ((g0+ng-1)*nbk+(t+1)*nsb)*4

@@ -33,11 +33,11 @@ func q6_KRowsAVX2(codes, scales, dp *byte, cstride, sstride, dstride int, a *int
 	noAsm()
 }
 
-func q4_0ToksAVX2(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add int) {
+func q4_0ToksAVX2(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
 	noAsm()
 }
 
-func q5_0ToksAVX2(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add int) {
+func q5_0ToksAVX2(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
 	noAsm()
 }
 

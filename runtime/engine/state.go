@@ -36,7 +36,10 @@ type State struct {
 	qh     []float32 // [threads][HeadDim] query rounded to f16 (CacheF16)
 	logits []float32 // [vocab]
 
-	attn attnTask
+	attn  attnTask
+	norm  normTask
+	qkvT  qkvTask
+	siluT siluTask
 }
 
 // DefaultContext caps the context that NewState picks by itself (from the
@@ -90,6 +93,7 @@ func (m *Model) NewState(ctx int) *State {
 		s.vc = make([]float32, p.Layers*ctx*m.vDim)
 	}
 	s.attn.s = s
+	s.qkvT.s = s
 	return s
 }
 
@@ -167,70 +171,24 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 	for i := range tokens {
 		ropeCache(s.cs[i*rd:(i+1)*rd], s.pos+i, m.thetaScale, m.freqScale, m.ropeFactors)
 	}
-	hd := p.HeadDim
 	for li := range m.layers {
 		l := &m.layers[li]
-		for i := 0; i < b; i++ {
-			rmsNorm(xn[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], l.attnNorm, m.eps)
-		}
+		s.rmsNorms(xn, x, l.attnNorm, b)
 		q, k, v := s.q[:b*qd], s.k[:b*kvd], s.v[:b*vd]
+		s.qkvT.layer, s.qkvT.fused = li, l.qkv != nil
 		if l.qkv != nil {
-			w := qd + kvd + vd
-			out := s.qkv[:b*w]
-			m.matMat(l.qkv, xn, out, b)
-			for i := 0; i < b; i++ {
-				r := out[i*w : (i+1)*w]
-				copy(q[i*qd:(i+1)*qd], r[:qd])
-				copy(k[i*kvd:(i+1)*kvd], r[qd:qd+kvd])
-				copy(v[i*vd:(i+1)*vd], r[qd+kvd:])
-			}
+			m.matMat(l.qkv, xn, s.qkv[:b*(qd+kvd+vd)], b)
 		} else {
 			m.matMat(l.q, xn, q, b)
 			m.matMat(l.k, xn, k, b)
 			m.matMat(l.v, xn, v, b)
 		}
-		for i := 0; i < b; i++ {
-			qi, ki, vi := q[i*qd:(i+1)*qd], k[i*kvd:(i+1)*kvd], v[i*vd:(i+1)*vd]
-			if l.bq != nil {
-				add(qi, l.bq)
-			}
-			if l.bk != nil {
-				add(ki, l.bk)
-			}
-			if l.bv != nil {
-				add(vi, l.bv)
-			}
-			cs := s.cs[i*rd : (i+1)*rd]
-			for h := 0; h < p.Heads; h++ {
-				qh := qi[h*hd : (h+1)*hd]
-				if l.qNorm != nil {
-					rmsNorm(qh, qh, l.qNorm, m.eps)
-				}
-				s.rope(qh, cs)
-			}
-			for h := 0; h < p.HeadsKV; h++ {
-				kh := ki[h*hd : (h+1)*hd]
-				if l.kNorm != nil {
-					rmsNorm(kh, kh, l.kNorm, m.eps)
-				}
-				s.rope(kh, cs)
-			}
-			pos := s.pos + i
-			if s.kc16 != nil {
-				toF16(s.kc16[(li*s.ctx+pos)*kvd:(li*s.ctx+pos+1)*kvd], ki)
-				toF16(s.vc16[(li*s.ctx+pos)*vd:(li*s.ctx+pos+1)*vd], vi)
-			} else {
-				copy(s.kc[(li*s.ctx+pos)*kvd:(li*s.ctx+pos+1)*kvd], ki)
-				copy(s.vc[(li*s.ctx+pos)*vd:(li*s.ctx+pos+1)*vd], vi)
-			}
-		}
+		m.pool.For(b, perTokenGrain, &s.qkvT)
 		s.attention(li, b)
 		m.matMat(l.wo, s.ao[:b*p.Heads*p.HeadDimV], tmp, b)
 		add(x, tmp)
 
-		for i := 0; i < b; i++ {
-			rmsNorm(xn[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], l.ffnNorm, m.eps)
-		}
+		s.rmsNorms(xn, x, l.ffnNorm, b)
 		gate, up := s.gate[:b*ffn], s.up[:b*ffn]
 		gs, us, stride := gate, up, ffn // where gate and up rows are, and their stride
 		if l.gateUp != nil {
@@ -240,12 +198,8 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 			m.matMat(l.gate, xn, gate, b)
 			m.matMat(l.up, xn, up, b)
 		}
-		for i := 0; i < b; i++ {
-			g, u, h := gs[i*stride:i*stride+ffn], us[i*stride:i*stride+ffn], gate[i*ffn:(i+1)*ffn]
-			for j := range h {
-				h[j] = silu(g[j]) * u[j]
-			}
-		}
+		s.siluT = siluTask{g: gs, u: us, h: gate, stride: stride, n: ffn}
+		m.pool.For(b, perTokenGrain, &s.siluT)
 		m.matMat(l.down, gate, tmp, b)
 		add(x, tmp)
 	}
@@ -254,10 +208,107 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 		return
 	}
 	n := b - from
-	for i := from; i < b; i++ {
-		rmsNorm(xn[(i-from)*dim:(i-from+1)*dim], x[i*dim:(i+1)*dim], m.outNorm, m.eps)
-	}
+	s.rmsNorms(xn[:n*dim], x[from*dim:b*dim], m.outNorm, n)
 	m.matMat(m.output, xn[:n*dim], logits[:n*m.vocab], n)
+}
+
+// perTokenGrain is the tokens per chunk of the per-token element-wise
+// work of a batch (norms, rope, silu), which the pool spreads over its
+// threads; one token (decoding) runs on the caller.
+const perTokenGrain = 4
+
+// rmsNorms writes the RMS norms of the b rows of x (weights w) to y, rows
+// spread over the pool.
+func (s *State) rmsNorms(y, x, w []float32, b int) {
+	s.norm = normTask{y: y, x: x, w: w, eps: s.m.eps}
+	s.m.pool.For(b, perTokenGrain, &s.norm)
+}
+
+// normTask is rmsNorm over rows of len(w).
+type normTask struct {
+	y, x, w []float32
+	eps     float32
+}
+
+func (t *normTask) Run(_, lo, hi int) {
+	d := len(t.w)
+	for i := lo; i < hi; i++ {
+		rmsNorm(t.y[i*d:(i+1)*d], t.x[i*d:(i+1)*d], t.w, t.eps)
+	}
+}
+
+// siluTask writes h[i] = silu(g[i]) * u[i] for the rows of n elements of a
+// batch (g and u rows stride apart, h rows n apart).
+type siluTask struct {
+	g, u, h   []float32
+	stride, n int
+}
+
+func (t *siluTask) Run(_, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		g, u, h := t.g[i*t.stride:i*t.stride+t.n], t.u[i*t.stride:i*t.stride+t.n], t.h[i*t.n:(i+1)*t.n]
+		for j := range h {
+			h[j] = silu(g[j]) * u[j]
+		}
+	}
+}
+
+// qkvTask takes each token of a batch from the projections to the cache:
+// the split of the fused output, biases, Q/K norms, rope, and the store of
+// K and V at the token's position of layer layer.
+type qkvTask struct {
+	s     *State
+	layer int
+	fused bool
+}
+
+func (t *qkvTask) Run(_, lo, hi int) {
+	s, li := t.s, t.layer
+	m, p := s.m, s.m.P
+	l := &m.layers[li]
+	qd, kvd, vd, hd, rd := m.qDim, m.kvDim, m.vDim, p.HeadDim, p.RopeDim
+	for i := lo; i < hi; i++ {
+		qi, ki, vi := s.q[i*qd:(i+1)*qd], s.k[i*kvd:(i+1)*kvd], s.v[i*vd:(i+1)*vd]
+		if t.fused {
+			w := qd + kvd + vd
+			r := s.qkv[i*w : (i+1)*w]
+			copy(qi, r[:qd])
+			copy(ki, r[qd:qd+kvd])
+			copy(vi, r[qd+kvd:])
+		}
+		if l.bq != nil {
+			add(qi, l.bq)
+		}
+		if l.bk != nil {
+			add(ki, l.bk)
+		}
+		if l.bv != nil {
+			add(vi, l.bv)
+		}
+		cs := s.cs[i*rd : (i+1)*rd]
+		for h := 0; h < p.Heads; h++ {
+			qh := qi[h*hd : (h+1)*hd]
+			if l.qNorm != nil {
+				rmsNorm(qh, qh, l.qNorm, m.eps)
+			}
+			s.rope(qh, cs)
+		}
+		for h := 0; h < p.HeadsKV; h++ {
+			kh := ki[h*hd : (h+1)*hd]
+			if l.kNorm != nil {
+				rmsNorm(kh, kh, l.kNorm, m.eps)
+			}
+			s.rope(kh, cs)
+		}
+		pos := s.pos + i
+		if s.kc16 != nil {
+			toF16(s.kc16[(li*s.ctx+pos)*kvd:(li*s.ctx+pos+1)*kvd], ki)
+			toF16(s.vc16[(li*s.ctx+pos)*vd:(li*s.ctx+pos+1)*vd], vi)
+		} else {
+			copy(s.kc[(li*s.ctx+pos)*kvd:(li*s.ctx+pos+1)*kvd], ki)
+			copy(s.vc[(li*s.ctx+pos)*vd:(li*s.ctx+pos+1)*vd], vi)
+		}
+	}
 }
 
 func (s *State) rope(x, cs []float32) {

@@ -243,6 +243,16 @@ func reduceGroups(v [][4]VecVirtual) []VecVirtual {
 	return r01
 }
 
+// rotImm is the VPSHUFD immediate that rotates each lane by k dwords:
+// dword c of the result is dword (c+k)%4 of the source.
+func rotImm(k int) uint8 {
+	var imm uint8
+	for c := 0; c < 4; c++ {
+		imm |= uint8((c+k)%4) << (2 * c)
+	}
+	return imm
+}
+
 // finishGroups does the float part of a pair for each group, interleaved:
 // isum (minus the sums in sub[g], if any), times dw*dx[g], added to acc[g]
 // block A then block B.
@@ -286,7 +296,7 @@ func fold(v VecVirtual) VecVirtual {
 }
 
 // nibbles splits 32 bytes of 4-bit codes into lo (low nibbles) and hi.
-func nibbles(src Mem, m0F VecVirtual) (lo, hi VecVirtual) {
+func nibbles(src Mem, m0F Op) (lo, hi VecVirtual) {
 	lo, hi = YMM(), YMM()
 	VMOVDQU(src, lo)
 	VPSRLW(U8(4), lo, hi)
@@ -891,58 +901,57 @@ func rowsQ6(name string) {
 // already multiplied by 8 (Q4_0) or 16 (Q5_0). Two groups (eight tokens)
 // share each unpacking of the weights while two remain, then one.
 func toksQ4(name string, q5 bool) {
-	sig := "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add int)"
+	sig := "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)"
 	if q5 {
-		sig = "func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add int)"
+		sig = "func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)"
 	}
 	TEXT(name, NOSPLIT, sig)
 	ref := "dotQ4_0"
 	if q5 {
 		ref = "dotQ5_0"
 	}
-	toksDoc(name, ref)
+	toksTilesDoc(name, ref)
 	Pragma("noescape")
-	gcnt := AllocLocal(8)
+	gcnt, tcnt, addNow, po := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	pag, pdg, psg := AllocLocal(8), AllocLocal(8), AllocLocal(8)
-	lim := Load(Param("np"), GP64())
-	SHLQ(U8(2), lim)
-	m0F, ones := YMM(), YMM()
-	VMOVDQU(c0F, m0F)
-	VMOVDQU(ones16, ones)
+	// The masks stay in memory: the rotated nibbles need the registers.
+	m0F, ones := c0F, ones16
 
 	Label(name + "_rows")
 	CMPQ(param("rows"), U8(0))
 	JE(LabelRef(name + "_done"))
-	pc := Load(Param("codes"), GP64())
-	psc := Load(Param("scales"), GP64())
-	var ph Register
-	if q5 {
-		ph = Load(Param("high"), GP64())
-	}
-	po := Load(Param("o"), GP64())
 	for _, c := range []struct {
 		dst Mem
 		src string
-	}{{pag, "a"}, {pdg, "d"}, {psg, "s"}, {gcnt, "groups"}} {
+	}{{pag, "a"}, {pdg, "d"}, {psg, "s"}, {gcnt, "groups"}, {po, "o"}} {
 		r := Load(Param(c.src), GP64())
 		MOVQ(r, c.dst)
 	}
 
-	// pass runs groups groups (1 or 2) from the current ones.
+	// pass runs groups groups (1 or 2) from the current ones over every
+	// K-tile, storing (or adding) each tile's sums into o.
 	pass := func(label string, groups int) {
 		pa, pd, ps := GP64(), GP64(), GP64()
 		MOVQ(pag, pa)
 		MOVQ(pdg, pd)
 		MOVQ(psg, ps)
-		var agr, pd1, ps1 Register
+		var agr, dgr Register
 		if groups == 2 {
 			agr = Load(Param("ag"), GP64())
-			pd1, ps1 = GP64(), GP64()
-			MOVQ(pd, pd1)
-			ADDQ(param("dg"), pd1)
-			MOVQ(ps, ps1)
-			ADDQ(param("dg"), ps1)
+			dgr = Load(Param("dg"), GP64())
 		}
+		pc := Load(Param("codes"), GP64())
+		psc := Load(Param("scales"), GP64())
+		var ph Register
+		if q5 {
+			ph = Load(Param("high"), GP64())
+		}
+		r := Load(Param("tiles"), GP64())
+		MOVQ(r, tcnt)
+		r = Load(Param("add"), GP64())
+		MOVQ(r, addNow)
+
+		Label(label + "_tile")
 		x := GP64() // 4*pair
 		XORQ(x, x)
 		acc := make([]VecVirtual, groups)
@@ -956,6 +965,50 @@ func toksQ4(name string, q5 bool) {
 		if q5 {
 			highBits(Mem{Base: ph, Index: x, Scale: 2}, lo, hi)
 		}
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		// The nibbles rotated k dwords in each lane (see rotate4Permuted
+		// in simd.go): w[h][k] meets the activations at 64k+32h.
+		w := [2][4]VecVirtual{{lo}, {hi}}
+		for k := 1; k < 4; k++ {
+			for h := range 2 {
+				w[h][k] = YMM()
+				VPSHUFD(U8(rotImm(k)), w[h][0], w[h][k])
+			}
+		}
+		// Per group, the byte products of the eight vectors summed in
+		// int16 (for Q5_0 in two halves, k < 2 and k >= 2, to stay in
+		// range), then pairs of int16 into the dwords [t0A..t3A | t0B..t3B].
+		rs := make([]VecVirtual, groups)
+		for gi := 0; gi < groups; gi++ {
+			var half [2]VecVirtual
+			for k := 0; k < 4; k++ {
+				hk := 0
+				if q5 && k >= 2 {
+					hk = 1
+				}
+				for h := range 2 {
+					if half[hk] == nil {
+						half[hk] = YMM()
+						VPMADDUBSW(am(gi, 64*k+32*h), w[h][k], half[hk])
+						continue
+					}
+					t := YMM()
+					VPMADDUBSW(am(gi, 64*k+32*h), w[h][k], t)
+					VPADDW(t, half[hk], half[hk])
+				}
+			}
+			VPMADDWD(ones, half[0], half[0])
+			if q5 {
+				VPMADDWD(ones, half[1], half[1])
+				VPADDD(half[1], half[0], half[0])
+			}
+			rs[gi] = half[0]
+		}
 		g := XMM()
 		VMOVD(Mem{Base: psc, Index: x, Scale: 1}, g)
 		VCVTPH2PS(g, g) // [dA dB 0 0]
@@ -963,43 +1016,44 @@ func toksQ4(name string, q5 bool) {
 		VMOVDQU(idx01, idx)
 		dw := YMM()
 		VPERMPS(g.AsY(), idx, dw) // [dA x4 | dB x4]
-		am := func(gi, disp int) Mem {
-			if gi == 0 {
-				return Mem{Base: pa, Disp: disp}
-			}
-			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
-		}
-		v := make([][4]VecVirtual, groups)
-		for l := 0; l < 4; l++ {
-			for gi := 0; gi < groups; gi++ {
-				p, q := YMM(), YMM()
-				VPMADDUBSW(am(gi, 64*l), lo, p)
-				VPMADDUBSW(am(gi, 64*l+32), hi, q)
-				VPADDW(q, p, p)
-				v[gi][l] = p
-			}
-		}
-		for l := 0; l < 4; l++ {
-			for gi := 0; gi < groups; gi++ {
-				VPMADDWD(ones, v[gi][l], v[gi][l])
-			}
-		}
-		r := reduceGroups(v) // per group [t0A..t3A | t0B..t3B]
-		sub, dx := []Mem{{Base: ps, Index: x, Scale: 8}}, []Mem{{Base: pd, Index: x, Scale: 8}}
+		sub, dx := []Mem{{Base: ps}}, []Mem{{Base: pd}}
 		if groups == 2 {
-			sub = append(sub, Mem{Base: ps1, Index: x, Scale: 8})
-			dx = append(dx, Mem{Base: pd1, Index: x, Scale: 8})
+			sub = append(sub, Mem{Base: ps, Index: dgr, Scale: 1})
+			dx = append(dx, Mem{Base: pd, Index: dgr, Scale: 1})
 		}
-		finishGroups(r, sub, dx, dw, acc)
+		finishGroups(rs, sub, dx, dw, acc)
 		ADDQ(U32(256), pa)
+		ADDQ(U8(32), pd)
+		ADDQ(U8(32), ps)
 		ADDQ(U8(4), x)
+		lim := Load(Param("np"), GP64())
+		SHLQ(U8(2), lim)
 		CMPQ(x, lim)
 		JL(LabelRef(label))
 
+		// The tile's sums into o; the next tiles add to them.
+		o := GP64()
+		MOVQ(po, o)
 		for gi := 0; gi < groups; gi++ {
-			store(fmt.Sprintf("%s%d", label, gi), acc[gi], po, param("add"))
-			ADDQ(U8(16), po)
+			store(fmt.Sprintf("%s%d", label, gi), acc[gi], o, addNow)
+			if gi+1 < groups {
+				ADDQ(U8(16), o)
+			}
 		}
+		MOVQ(U32(1), addNow)
+		ts := Load(Param("tstride"), GP64())
+		ADDQ(ts, pc)
+		ADDQ(ts, psc)
+		if q5 {
+			ADDQ(ts, ph)
+		}
+		DECQ(tcnt)
+		JNZ(LabelRef(label + "_tile"))
+
+		r = GP64()
+		MOVQ(po, r)
+		ADDQ(U32(16*groups), r)
+		MOVQ(r, po)
 		for _, c := range []struct {
 			dst Mem
 			by  string
@@ -1038,6 +1092,24 @@ func toksQ4(name string, q5 bool) {
 	Label(name + "_done")
 	VZEROUPPER()
 	RET()
+}
+
+// toksTilesDoc documents a token kernel that runs several K-tiles.
+func toksTilesDoc(name, ref string) {
+	Doc(name+" multiplies rows rows of tiles K-tiles (tstride bytes apart in",
+		"every plane) with groups groups of four tokens (layouts in",
+		"scratch.prepareVec), one row at a time, with exactly the arithmetic of",
+		"the scalar kernel, into o ([rows][4*groups] floats, ostride bytes per",
+		"row):",
+		"",
+		"	for i := range rows {",
+		"		for t := range tiles {",
+		"			for k := range 4 * groups {",
+		"				v := "+ref+"(row i, K-tile t; token k)",
+		"				if add == 0 && t == 0 { o[i][k] = v } else { o[i][k] += v }",
+		"			}",
+		"		}",
+		"	}")
 }
 
 // toksQ8 writes the Q8_0 token kernel, two groups per pass as toksQ4.
