@@ -139,35 +139,41 @@ func q5_0ToksAVX2(codes *byte, high *byte, scales *byte, cstride int, hstride in
 //go:noescape
 func q8_0ToksAVX2(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int)
 
-// q4_KToksAVX2 multiplies rows rows of one K-tile with groups groups of four
-// tokens (layouts in scratch.prepareVec), one row at a time, with exactly
-// the arithmetic of the scalar kernel, into o ([rows][4*groups] floats,
-// ostride bytes per row):
+// q4_KToksAVX2 multiplies rows rows of tiles K-tiles (tstride bytes apart in
+// every plane) with groups groups of four tokens (layouts in
+// scratch.prepareVec), one row at a time, with exactly the arithmetic of
+// the scalar kernel, into o ([rows][4*groups] floats, ostride bytes per
+// row):
 //
 //	for i := range rows {
-//		for k := range 4 * groups {
-//			v := dotQ4_K(row i; token k)
-//			if add == 0 { o[i][k] = v } else { o[i][k] += v }
+//		for t := range tiles {
+//			for k := range 4 * groups {
+//				v := dotQ4_K(row i, K-tile t; token k)
+//				if add == 0 && t == 0 { o[i][k] = v } else { o[i][k] += v }
+//			}
 //		}
 //	}
 //
 //go:noescape
-func q4_KToksAVX2(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int)
+func q4_KToksAVX2(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
 
-// q5_KToksAVX2 multiplies rows rows of one K-tile with groups groups of four
-// tokens (layouts in scratch.prepareVec), one row at a time, with exactly
-// the arithmetic of the scalar kernel, into o ([rows][4*groups] floats,
-// ostride bytes per row):
+// q5_KToksAVX2 multiplies rows rows of tiles K-tiles (tstride bytes apart in
+// every plane) with groups groups of four tokens (layouts in
+// scratch.prepareVec), one row at a time, with exactly the arithmetic of
+// the scalar kernel, into o ([rows][4*groups] floats, ostride bytes per
+// row):
 //
 //	for i := range rows {
-//		for k := range 4 * groups {
-//			v := dotQ5_K(row i; token k)
-//			if add == 0 { o[i][k] = v } else { o[i][k] += v }
+//		for t := range tiles {
+//			for k := range 4 * groups {
+//				v := dotQ5_K(row i, K-tile t; token k)
+//				if add == 0 && t == 0 { o[i][k] = v } else { o[i][k] += v }
+//			}
 //		}
 //	}
 //
 //go:noescape
-func q5_KToksAVX2(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int)
+func q5_KToksAVX2(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
 
 // q6_KToksAVX2 multiplies rows rows of one K-tile with groups groups of four
 // tokens (layouts in scratch.prepareVec), one row at a time, with exactly

@@ -2643,40 +2643,62 @@ q8_0ToksAVX2_done:
 	VZEROUPPER
 	RET
 
-// func q4_KToksAVX2(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int)
+// func q4_KToksAVX2(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
 // Requires: AVX, AVX2, F16C
-TEXT ·q4_KToksAVX2(SB), NOSPLIT, $72-144
+TEXT ·q4_KToksAVX2(SB), NOSPLIT, $112-160
+	MOVQ nsb+96(FP), AX
+	SHLQ $0x07, AX
+	NEGQ AX
+	ADDQ tstride+152(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nsb+96(FP), AX
+	SHLQ $0x04, AX
+	NEGQ AX
+	ADDQ tstride+152(FP), AX
+	MOVQ AX, 40(SP)
+	MOVQ nsb+96(FP), AX
+	SHLQ $0x02, AX
+	NEGQ AX
+	ADDQ tstride+152(FP), AX
+	MOVQ AX, 48(SP)
+
 q4_KToksAVX2_rows:
 	CMPQ rows+128(FP), $0x00
 	JE   q4_KToksAVX2_done
 	MOVQ a+48(FP), AX
-	MOVQ AX, 16(SP)
+	MOVQ AX, 56(SP)
 	MOVQ d+56(FP), AX
-	MOVQ AX, 24(SP)
+	MOVQ AX, 64(SP)
 	MOVQ bp+64(FP), AX
-	MOVQ AX, 32(SP)
+	MOVQ AX, 72(SP)
 	MOVQ groups+104(FP), AX
 	MOVQ AX, (SP)
 
 q4_KToksAVX2_group:
-	CMPQ    (SP), $0x02
-	JL      q4_KToksAVX2_one
-	MOVQ    codes+0(FP), AX
-	MOVQ    sm+8(FP), CX
-	MOVQ    dm+16(FP), DX
-	MOVQ    16(SP), BX
-	MOVQ    24(SP), SI
-	MOVQ    32(SP), DI
-	MOVQ    ag+72(FP), R8
-	MOVQ    SI, R9
-	ADDQ    dg+80(FP), R9
-	MOVQ    DI, R10
-	ADDQ    bg+88(FP), R10
+	CMPQ (SP), $0x02
+	JL   q4_KToksAVX2_one
+	MOVQ codes+0(FP), AX
+	MOVQ sm+8(FP), CX
+	MOVQ dm+16(FP), DX
+	MOVQ 56(SP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ ag+72(FP), R8
+	MOVQ SI, R9
+	ADDQ dg+80(FP), R9
+	MOVQ DI, R10
+	ADDQ bg+88(FP), R10
+	MOVQ tiles+144(FP), R11
+	MOVQ R11, 16(SP)
+	MOVQ add+136(FP), R11
+	MOVQ R11, 24(SP)
+
+q4_KToksAVX2_sb2_tile:
 	MOVQ    nsb+96(FP), R11
 	MOVQ    R11, 8(SP)
 	VXORPS  X0, X0, X0
-	VMOVUPS X0, 40(SP)
-	VMOVUPS X0, 56(SP)
+	VMOVUPS X0, 80(SP)
+	VMOVUPS X0, 96(SP)
 
 q4_KToksAVX2_sb2:
 	VBROADCASTI128 (CX), Y0
@@ -2913,8 +2935,8 @@ q4_KToksAVX2_sb2:
 	VEXTRACTF128   $0x01, Y5, X5
 	VMULPS         X5, X0, X0
 	VSUBPS         X0, X1, X1
-	VADDPS         40(SP), X1, X1
-	VMOVUPS        X1, 40(SP)
+	VADDPS         80(SP), X1, X1
+	VMOVUPS        X1, 80(SP)
 	VBROADCASTF128 (R9), Y0
 	VMULPS         Y4, Y0, Y0
 	VCVTDQ2PS      X2, X1
@@ -2923,8 +2945,8 @@ q4_KToksAVX2_sb2:
 	VEXTRACTF128   $0x01, Y0, X0
 	VMULPS         X0, X2, X2
 	VSUBPS         X2, X1, X1
-	VADDPS         56(SP), X1, X1
-	VMOVUPS        X1, 56(SP)
+	VADDPS         96(SP), X1, X1
+	VMOVUPS        X1, 96(SP)
 	ADDQ           $0x80, AX
 	ADDQ           $0x10, CX
 	ADDQ           $0x04, DX
@@ -2935,52 +2957,64 @@ q4_KToksAVX2_sb2:
 	ADDQ           $0x40, R10
 	DECQ           8(SP)
 	JNZ            q4_KToksAVX2_sb2
-	MOVQ           o+112(FP), AX
-	VMOVUPS        40(SP), X0
-	CMPQ           add+136(FP), $0x00
+	MOVQ           o+112(FP), R11
+	VMOVUPS        80(SP), X0
+	CMPQ           24(SP), $0x00
 	JE             q4_KToksAVX2_sb20_store
-	VADDPS         (AX), X0, X0
+	VADDPS         (R11), X0, X0
 
 q4_KToksAVX2_sb20_store:
-	VMOVUPS X0, (AX)
-	ADDQ    $0x10, AX
-	VMOVUPS 56(SP), X0
-	CMPQ    add+136(FP), $0x00
+	VMOVUPS X0, (R11)
+	ADDQ    $0x10, R11
+	VMOVUPS 96(SP), X0
+	CMPQ    24(SP), $0x00
 	JE      q4_KToksAVX2_sb21_store
-	VADDPS  (AX), X0, X0
+	VADDPS  (R11), X0, X0
 
 q4_KToksAVX2_sb21_store:
-	VMOVUPS X0, (AX)
-	ADDQ    $0x10, AX
-	MOVQ    AX, o+112(FP)
-	MOVQ    16(SP), AX
+	VMOVUPS X0, (R11)
+	ADDQ    $0x10, R11
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	DECQ    16(SP)
+	JNZ     q4_KToksAVX2_sb2_tile
+	MOVQ    R11, o+112(FP)
+	MOVQ    56(SP), AX
 	ADDQ    ag+72(FP), AX
 	ADDQ    ag+72(FP), AX
-	MOVQ    AX, 16(SP)
-	MOVQ    24(SP), AX
+	MOVQ    AX, 56(SP)
+	MOVQ    64(SP), AX
 	ADDQ    dg+80(FP), AX
 	ADDQ    dg+80(FP), AX
-	MOVQ    AX, 24(SP)
-	MOVQ    32(SP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
 	ADDQ    bg+88(FP), AX
 	ADDQ    bg+88(FP), AX
-	MOVQ    AX, 32(SP)
+	MOVQ    AX, 72(SP)
 	SUBQ    $0x02, (SP)
 	JMP     q4_KToksAVX2_group
 
 q4_KToksAVX2_one:
-	CMPQ    (SP), $0x01
-	JL      q4_KToksAVX2_rowdone
-	MOVQ    codes+0(FP), AX
-	MOVQ    sm+8(FP), CX
-	MOVQ    dm+16(FP), DX
-	MOVQ    16(SP), BX
-	MOVQ    24(SP), SI
-	MOVQ    32(SP), DI
+	CMPQ (SP), $0x01
+	JL   q4_KToksAVX2_rowdone
+	MOVQ codes+0(FP), AX
+	MOVQ sm+8(FP), CX
+	MOVQ dm+16(FP), DX
+	MOVQ 56(SP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ tiles+144(FP), R8
+	MOVQ R8, 16(SP)
+	MOVQ add+136(FP), R8
+	MOVQ R8, 24(SP)
+
+q4_KToksAVX2_sb1_tile:
 	MOVQ    nsb+96(FP), R8
 	MOVQ    R8, 8(SP)
 	VXORPS  X0, X0, X0
-	VMOVUPS X0, 40(SP)
+	VMOVUPS X0, 80(SP)
 
 q4_KToksAVX2_sb1:
 	VBROADCASTI128 (CX), Y0
@@ -3117,8 +3151,8 @@ q4_KToksAVX2_sb1:
 	VEXTRACTF128   $0x01, Y3, X2
 	VMULPS         X2, X0, X0
 	VSUBPS         X0, X1, X1
-	VADDPS         40(SP), X1, X1
-	VMOVUPS        X1, 40(SP)
+	VADDPS         80(SP), X1, X1
+	VMOVUPS        X1, 80(SP)
 	ADDQ           $0x80, AX
 	ADDQ           $0x10, CX
 	ADDQ           $0x04, DX
@@ -3127,25 +3161,31 @@ q4_KToksAVX2_sb1:
 	ADDQ           $0x40, DI
 	DECQ           8(SP)
 	JNZ            q4_KToksAVX2_sb1
-	MOVQ           o+112(FP), AX
-	VMOVUPS        40(SP), X0
-	CMPQ           add+136(FP), $0x00
+	MOVQ           o+112(FP), R8
+	VMOVUPS        80(SP), X0
+	CMPQ           24(SP), $0x00
 	JE             q4_KToksAVX2_sb10_store
-	VADDPS         (AX), X0, X0
+	VADDPS         (R8), X0, X0
 
 q4_KToksAVX2_sb10_store:
-	VMOVUPS X0, (AX)
-	ADDQ    $0x10, AX
-	MOVQ    AX, o+112(FP)
-	MOVQ    16(SP), AX
+	VMOVUPS X0, (R8)
+	ADDQ    $0x10, R8
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	DECQ    16(SP)
+	JNZ     q4_KToksAVX2_sb1_tile
+	MOVQ    R8, o+112(FP)
+	MOVQ    56(SP), AX
 	ADDQ    ag+72(FP), AX
-	MOVQ    AX, 16(SP)
-	MOVQ    24(SP), AX
+	MOVQ    AX, 56(SP)
+	MOVQ    64(SP), AX
 	ADDQ    dg+80(FP), AX
-	MOVQ    AX, 24(SP)
-	MOVQ    32(SP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
 	ADDQ    bg+88(FP), AX
-	MOVQ    AX, 32(SP)
+	MOVQ    AX, 72(SP)
 	SUBQ    $0x01, (SP)
 
 q4_KToksAVX2_rowdone:
@@ -3171,41 +3211,68 @@ q4_KToksAVX2_done:
 	VZEROUPPER
 	RET
 
-// func q5_KToksAVX2(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int)
+// func q5_KToksAVX2(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
 // Requires: AVX, AVX2, F16C
-TEXT ·q5_KToksAVX2(SB), NOSPLIT, $72-160
+TEXT ·q5_KToksAVX2(SB), NOSPLIT, $120-176
+	MOVQ nsb+112(FP), AX
+	SHLQ $0x07, AX
+	NEGQ AX
+	ADDQ tstride+168(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ nsb+112(FP), AX
+	SHLQ $0x04, AX
+	NEGQ AX
+	ADDQ tstride+168(FP), AX
+	MOVQ AX, 40(SP)
+	MOVQ nsb+112(FP), AX
+	SHLQ $0x02, AX
+	NEGQ AX
+	ADDQ tstride+168(FP), AX
+	MOVQ AX, 48(SP)
+	MOVQ nsb+112(FP), AX
+	SHLQ $0x05, AX
+	NEGQ AX
+	ADDQ tstride+168(FP), AX
+	MOVQ AX, 56(SP)
+
 q5_KToksAVX2_rows:
 	CMPQ rows+144(FP), $0x00
 	JE   q5_KToksAVX2_done
 	MOVQ a+64(FP), AX
-	MOVQ AX, 16(SP)
+	MOVQ AX, 64(SP)
 	MOVQ d+72(FP), AX
-	MOVQ AX, 24(SP)
+	MOVQ AX, 72(SP)
 	MOVQ bp+80(FP), AX
-	MOVQ AX, 32(SP)
+	MOVQ AX, 80(SP)
 	MOVQ groups+120(FP), AX
 	MOVQ AX, (SP)
 
 q5_KToksAVX2_group:
-	CMPQ    (SP), $0x02
-	JL      q5_KToksAVX2_one
-	MOVQ    codes+0(FP), AX
-	MOVQ    sm+16(FP), CX
-	MOVQ    dm+24(FP), DX
-	MOVQ    high+8(FP), BX
-	MOVQ    16(SP), SI
-	MOVQ    24(SP), DI
-	MOVQ    32(SP), R8
-	MOVQ    ag+88(FP), R9
-	MOVQ    DI, R10
-	ADDQ    dg+96(FP), R10
-	MOVQ    R8, R11
-	ADDQ    bg+104(FP), R11
+	CMPQ (SP), $0x02
+	JL   q5_KToksAVX2_one
+	MOVQ codes+0(FP), AX
+	MOVQ sm+16(FP), CX
+	MOVQ dm+24(FP), DX
+	MOVQ high+8(FP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ 80(SP), R8
+	MOVQ ag+88(FP), R9
+	MOVQ DI, R10
+	ADDQ dg+96(FP), R10
+	MOVQ R8, R11
+	ADDQ bg+104(FP), R11
+	MOVQ tiles+160(FP), R12
+	MOVQ R12, 16(SP)
+	MOVQ add+152(FP), R12
+	MOVQ R12, 24(SP)
+
+q5_KToksAVX2_sb2_tile:
 	MOVQ    nsb+112(FP), R12
 	MOVQ    R12, 8(SP)
 	VXORPS  X0, X0, X0
-	VMOVUPS X0, 40(SP)
-	VMOVUPS X0, 56(SP)
+	VMOVUPS X0, 88(SP)
+	VMOVUPS X0, 104(SP)
 
 q5_KToksAVX2_sb2:
 	VBROADCASTI128 (CX), Y0
@@ -3486,8 +3553,8 @@ q5_KToksAVX2_sb2:
 	VEXTRACTF128   $0x01, Y6, X5
 	VMULPS         X5, X0, X0
 	VSUBPS         X0, X1, X1
-	VADDPS         40(SP), X1, X1
-	VMOVUPS        X1, 40(SP)
+	VADDPS         88(SP), X1, X1
+	VMOVUPS        X1, 88(SP)
 	VBROADCASTF128 (R10), Y0
 	VMULPS         Y4, Y0, Y0
 	VCVTDQ2PS      X2, X1
@@ -3496,8 +3563,8 @@ q5_KToksAVX2_sb2:
 	VEXTRACTF128   $0x01, Y0, X0
 	VMULPS         X0, X2, X2
 	VSUBPS         X2, X1, X1
-	VADDPS         56(SP), X1, X1
-	VMOVUPS        X1, 56(SP)
+	VADDPS         104(SP), X1, X1
+	VMOVUPS        X1, 104(SP)
 	ADDQ           $0x80, AX
 	ADDQ           $0x20, BX
 	ADDQ           $0x10, CX
@@ -3509,53 +3576,66 @@ q5_KToksAVX2_sb2:
 	ADDQ           $0x40, R11
 	DECQ           8(SP)
 	JNZ            q5_KToksAVX2_sb2
-	MOVQ           o+128(FP), AX
-	VMOVUPS        40(SP), X0
-	CMPQ           add+152(FP), $0x00
+	MOVQ           o+128(FP), R12
+	VMOVUPS        88(SP), X0
+	CMPQ           24(SP), $0x00
 	JE             q5_KToksAVX2_sb20_store
-	VADDPS         (AX), X0, X0
+	VADDPS         (R12), X0, X0
 
 q5_KToksAVX2_sb20_store:
-	VMOVUPS X0, (AX)
-	ADDQ    $0x10, AX
-	VMOVUPS 56(SP), X0
-	CMPQ    add+152(FP), $0x00
+	VMOVUPS X0, (R12)
+	ADDQ    $0x10, R12
+	VMOVUPS 104(SP), X0
+	CMPQ    24(SP), $0x00
 	JE      q5_KToksAVX2_sb21_store
-	VADDPS  (AX), X0, X0
+	VADDPS  (R12), X0, X0
 
 q5_KToksAVX2_sb21_store:
-	VMOVUPS X0, (AX)
-	ADDQ    $0x10, AX
-	MOVQ    AX, o+128(FP)
-	MOVQ    16(SP), AX
+	VMOVUPS X0, (R12)
+	ADDQ    $0x10, R12
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	ADDQ    56(SP), BX
+	DECQ    16(SP)
+	JNZ     q5_KToksAVX2_sb2_tile
+	MOVQ    R12, o+128(FP)
+	MOVQ    64(SP), AX
 	ADDQ    ag+88(FP), AX
 	ADDQ    ag+88(FP), AX
-	MOVQ    AX, 16(SP)
-	MOVQ    24(SP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
 	ADDQ    dg+96(FP), AX
 	ADDQ    dg+96(FP), AX
-	MOVQ    AX, 24(SP)
-	MOVQ    32(SP), AX
+	MOVQ    AX, 72(SP)
+	MOVQ    80(SP), AX
 	ADDQ    bg+104(FP), AX
 	ADDQ    bg+104(FP), AX
-	MOVQ    AX, 32(SP)
+	MOVQ    AX, 80(SP)
 	SUBQ    $0x02, (SP)
 	JMP     q5_KToksAVX2_group
 
 q5_KToksAVX2_one:
-	CMPQ    (SP), $0x01
-	JL      q5_KToksAVX2_rowdone
-	MOVQ    codes+0(FP), AX
-	MOVQ    sm+16(FP), CX
-	MOVQ    dm+24(FP), DX
-	MOVQ    high+8(FP), BX
-	MOVQ    16(SP), SI
-	MOVQ    24(SP), DI
-	MOVQ    32(SP), R8
+	CMPQ (SP), $0x01
+	JL   q5_KToksAVX2_rowdone
+	MOVQ codes+0(FP), AX
+	MOVQ sm+16(FP), CX
+	MOVQ dm+24(FP), DX
+	MOVQ high+8(FP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ 80(SP), R8
+	MOVQ tiles+160(FP), R9
+	MOVQ R9, 16(SP)
+	MOVQ add+152(FP), R9
+	MOVQ R9, 24(SP)
+
+q5_KToksAVX2_sb1_tile:
 	MOVQ    nsb+112(FP), R9
 	MOVQ    R9, 8(SP)
 	VXORPS  X0, X0, X0
-	VMOVUPS X0, 40(SP)
+	VMOVUPS X0, 88(SP)
 
 q5_KToksAVX2_sb1:
 	VBROADCASTI128 (CX), Y0
@@ -3736,8 +3816,8 @@ q5_KToksAVX2_sb1:
 	VEXTRACTF128   $0x01, Y3, X2
 	VMULPS         X2, X0, X0
 	VSUBPS         X0, X1, X1
-	VADDPS         40(SP), X1, X1
-	VMOVUPS        X1, 40(SP)
+	VADDPS         88(SP), X1, X1
+	VMOVUPS        X1, 88(SP)
 	ADDQ           $0x80, AX
 	ADDQ           $0x20, BX
 	ADDQ           $0x10, CX
@@ -3747,25 +3827,32 @@ q5_KToksAVX2_sb1:
 	ADDQ           $0x40, R8
 	DECQ           8(SP)
 	JNZ            q5_KToksAVX2_sb1
-	MOVQ           o+128(FP), AX
-	VMOVUPS        40(SP), X0
-	CMPQ           add+152(FP), $0x00
+	MOVQ           o+128(FP), R9
+	VMOVUPS        88(SP), X0
+	CMPQ           24(SP), $0x00
 	JE             q5_KToksAVX2_sb10_store
-	VADDPS         (AX), X0, X0
+	VADDPS         (R9), X0, X0
 
 q5_KToksAVX2_sb10_store:
-	VMOVUPS X0, (AX)
-	ADDQ    $0x10, AX
-	MOVQ    AX, o+128(FP)
-	MOVQ    16(SP), AX
+	VMOVUPS X0, (R9)
+	ADDQ    $0x10, R9
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	ADDQ    56(SP), BX
+	DECQ    16(SP)
+	JNZ     q5_KToksAVX2_sb1_tile
+	MOVQ    R9, o+128(FP)
+	MOVQ    64(SP), AX
 	ADDQ    ag+88(FP), AX
-	MOVQ    AX, 16(SP)
-	MOVQ    24(SP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
 	ADDQ    dg+96(FP), AX
-	MOVQ    AX, 24(SP)
-	MOVQ    32(SP), AX
+	MOVQ    AX, 72(SP)
+	MOVQ    80(SP), AX
 	ADDQ    bg+104(FP), AX
-	MOVQ    AX, 32(SP)
+	MOVQ    AX, 80(SP)
 	SUBQ    $0x01, (SP)
 
 q5_KToksAVX2_rowdone:

@@ -243,8 +243,9 @@ func (s *scratch) prepareVec(t planar.Type, b, k, gs int) {
 // activation codes of those tiles take at most 16 KiB and stay in L1 while
 // the kernel runs over the rows; and rows per block j.rbv, so that the
 // block's weights of all K-tiles stay within 128 KiB of L2 and its outputs
-// (rows x tokens floats, one buffer per worker) within 64 KiB. The Q4_0
-// and Q5_0 kernels run every tile of a call themselves; the others take
+// (rows x tokens floats, one buffer per worker) within 64 KiB. The Q4_0,
+// Q5_0, Q4_K and Q5_K kernels run every tile of a call themselves; the
+// others (Q8_0, Q6_K) take
 // one tile per call, with passes of tokens whose codes of one K-tile take
 // about 4 KiB (smaller passes measured faster, the codes staying in L1
 // beside the weights and outputs). It grows the buffers.
@@ -271,7 +272,7 @@ func (j *mmJob) vecPlan(p *Pool) {
 
 // multiTile reports whether the token kernel of t runs several K-tiles per
 // call.
-func multiTile(t planar.Type) bool { return t == planar.Q4_0 || t == planar.Q5_0 }
+func multiTile(t planar.Type) bool { return t != planar.Q8_0 && t != planar.Q6_K }
 
 // vecRows runs rows [lo, hi) of a one-token call with the rows kernels:
 // each group's rows by fours over all K-tiles in one call, the rows left
@@ -433,14 +434,22 @@ func (j *mmJob) toksTiles(c, t0, nt, i, n, g0, ng int, o []float32) {
 	a := &s.xa[g0*ag+4*t0*T : (g0+ng-1)*ag+4*(t0+nt)*T][0]
 	op := &o[:n*4*ng][0]
 	ost := 16 * ng
-	nb, nbk := T/32, K/32
+	bs := g.Type.BlockSize() // 32 or 256: the activations' unit of scale
+	nb, nbk := T/bs, K/bs
 	lo, hi := (g0*nbk+t0*nb)*4, ((g0+ng-1)*nbk+(t0+nt)*nb)*4
 	d := &s.xd[lo:hi][0]
 	dg := 16 * nbk
-	if g.Type == planar.Q4_0 {
+	switch g.Type {
+	case planar.Q4_0:
 		q4_0ToksAVX2(pl(0), pl(1), per[0], per[1], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add, nt, ts)
-	} else {
+	case planar.Q5_0:
 		q5_0ToksAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add, nt, ts)
+	case planar.Q4_K:
+		bp := &s.xbp[8*lo : 8*hi][0]
+		q4_KToksAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, bp, ag, dg, 4*dg, nb, ng, op, ost, n, add, nt, ts)
+	default:
+		bp := &s.xbp[8*lo : 8*hi][0]
+		q5_KToksAVX2(pl(0), pl(1), pl(2), pl(3), per[0], per[1], per[2], per[3], a, d, bp, ag, dg, 4*dg, nb, ng, op, ost, n, add, nt, ts)
 	}
 }
 
@@ -475,15 +484,6 @@ func (j *mmJob) toksTile(c, t, i, n, g0, ng int, o []float32) {
 		lo, hi := (g0*nbk+t*nsb)*4, ((g0+ng-1)*nbk+(t+1)*nsb)*4
 		d := &s.xd[lo:hi][0]
 		dg := 16 * nbk
-		switch g.Type {
-		case planar.Q4_K:
-			bp := &s.xbp[8*lo : 8*hi][0]
-			q4_KToksAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, bp, ag, dg, 4*dg, nsb, ng, op, ost, n, add)
-		case planar.Q5_K:
-			bp := &s.xbp[8*lo : 8*hi][0]
-			q5_KToksAVX2(pl(0), pl(1), pl(2), pl(3), per[0], per[1], per[2], per[3], a, d, bp, ag, dg, 4*dg, nsb, ng, op, ost, n, add)
-		default:
-			q6_KToksAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, ag, dg, nsb, ng, op, ost, n, add)
-		}
+		q6_KToksAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, ag, dg, nsb, ng, op, ost, n, add)
 	}
 }

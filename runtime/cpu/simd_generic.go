@@ -45,11 +45,11 @@ func q8_0ToksAVX2(codes, scales *byte, cstride, sstride int, a *int8, d *float32
 	noAsm()
 }
 
-func q4_KToksAVX2(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add int) {
+func q4_KToksAVX2(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
 	noAsm()
 }
 
-func q5_KToksAVX2(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add int) {
+func q5_KToksAVX2(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
 	noAsm()
 }
 

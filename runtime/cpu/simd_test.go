@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/xdna-go/xdna/planar"
@@ -412,3 +416,27 @@ func rotate4(dst, src []int8, l int) {
 	}
 }
 
+
+// TestKernelsUseVEXRegistersOnly checks that the generated assembly names
+// no vector register above 15: X16-X31 and Y16-Y31 need AVX-512 (EVEX),
+// so such a kernel would pass its tests on an AVX-512 machine and fault
+// with SIGILL on the AVX2 machines it is for. avo allocates them when a
+// kernel runs short of registers.
+func TestKernelsUseVEXRegistersOnly(t *testing.T) {
+	files, err := filepath.Glob("*_amd64.s")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no assembly files found (%v)", err)
+	}
+	high := regexp.MustCompile(`\b[XYZ](1[6-9]|2[0-9]|3[01])\b`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if high.MatchString(line) {
+				t.Errorf("%s:%d: %s: register needs AVX-512", f, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}

@@ -1250,18 +1250,35 @@ func toksQ8(name string) {
 // two remain, as toksQ4; the float accumulators, touched once per
 // super-block, live on the stack.
 func toksK(name string, q5 bool) {
-	sig := "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add int)"
+	sig := "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)"
 	if q5 {
-		sig = "func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add int)"
+		sig = "func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)"
 	}
 	TEXT(name, NOSPLIT, sig)
 	ref := "dotQ4_K"
 	if q5 {
 		ref = "dotQ5_K"
 	}
-	toksDoc(name, ref)
+	toksTilesDoc(name, ref)
 	Pragma("noescape")
-	gcnt, cnt := AllocLocal(8), AllocLocal(8)
+	gcnt, cnt, tcnt, addNow := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	// What takes each plane pointer from the end of a tile's super-blocks
+	// to the start of the next tile.
+	adj := map[string]Mem{}
+	for _, c := range []struct {
+		plane string
+		shift uint8 // log2 of the plane's bytes per super-block
+	}{{"codes", 7}, {"sm", 4}, {"dm", 2}, {"high", 5}} {
+		if c.plane == "high" && !q5 {
+			continue
+		}
+		adj[c.plane] = AllocLocal(8)
+		r := Load(Param("nsb"), GP64())
+		SHLQ(U8(c.shift), r)
+		NEGQ(r)
+		ADDQ(param("tstride"), r)
+		MOVQ(r, adj[c.plane])
+	}
 	pag, pdg, pbg := AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	accm := []Mem{AllocLocal(16), AllocLocal(16)}
 
@@ -1297,6 +1314,12 @@ func toksK(name string, q5 bool) {
 			MOVQ(pbp, pbp1)
 			ADDQ(param("bg"), pbp1)
 		}
+		r := Load(Param("tiles"), GP64())
+		MOVQ(r, tcnt)
+		r = Load(Param("add"), GP64())
+		MOVQ(r, addNow)
+
+		Label(label + "_tile")
 		n := Load(Param("nsb"), GP64())
 		MOVQ(n, cnt)
 		z := XMM()
@@ -1341,10 +1364,10 @@ func toksK(name string, q5 bool) {
 				}
 			}
 		}
-		r := reduceGroups(v)
+		rg := reduceGroups(v)
 		si := make([]VecVirtual, groups)
 		for gi := range si {
-			si[gi] = fold(r[gi]) // sumi of the group's tokens
+			si[gi] = fold(rg[gi]) // sumi of the group's tokens
 		}
 		mv := XMM()
 		VPSHUFB(mMask, smv.AsX(), mv)
@@ -1403,13 +1426,23 @@ func toksK(name string, q5 bool) {
 		DECQ(cnt)
 		JNZ(LabelRef(label))
 
+		// The tile's sums into o; the next tiles add to them.
 		po := Load(Param("o"), GP64())
 		for gi := 0; gi < groups; gi++ {
 			acc := XMM()
 			VMOVUPS(accm[gi], acc)
-			store(fmt.Sprintf("%s%d", label, gi), acc, po, param("add"))
+			store(fmt.Sprintf("%s%d", label, gi), acc, po, addNow)
 			ADDQ(U8(16), po)
 		}
+		MOVQ(U32(1), addNow)
+		ADDQ(adj["codes"], pc)
+		ADDQ(adj["sm"], psm)
+		ADDQ(adj["dm"], pdm)
+		if q5 {
+			ADDQ(adj["high"], ph)
+		}
+		DECQ(tcnt)
+		JNZ(LabelRef(label + "_tile"))
 		Store(po, Param("o"))
 		for _, c := range []struct {
 			dst Mem
