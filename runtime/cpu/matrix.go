@@ -183,9 +183,9 @@ type mmJob struct {
 	packed bool
 	// vec: the AVX2 kernels run (simd.go), with tbv tokens per pass and rbv
 	// rows per block for the token kernels
-	vec      bool
+	vec           bool
 	tbv, rbv, tcv int
-	lay      blobLayout
+	lay           blobLayout
 }
 
 // Run computes rows [lo, hi) of y for every token, on worker w.

@@ -43,7 +43,7 @@ type scratch struct {
 	vq  []int8
 	vd  []float32
 	vs  []int32
-	vp  []int8 // one token's codes in permute64 order, for rotate4Permuted
+	vp  []int8      // one token's codes in permute64 order, for rotate4Permuted
 	vo  [][]float32 // per worker: [rows][tokens] outputs of the token kernels
 }
 

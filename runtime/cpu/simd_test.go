@@ -416,7 +416,6 @@ func rotate4(dst, src []int8, l int) {
 	}
 }
 
-
 // TestKernelsUseVEXRegistersOnly checks that the generated assembly names
 // no vector register above 15: X16-X31 and Y16-Y31 need AVX-512 (EVEX),
 // so such a kernel would pass its tests on an AVX-512 machine and fault

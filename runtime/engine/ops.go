@@ -10,12 +10,12 @@ import (
 // The element-wise operations of the forward pass, each in ggml's float32
 // arithmetic (ggml-org/llama.cpp @ 0049e3cb202d8a8cebcfdbb137059e7e46627171,
 // ggml/src/ggml-cpu/ops.cpp: ggml_compute_forward_rms_norm_f32,
-// ggml_rope_cache_init, rope_yarn, soft_max; vec.h: ggml_silu_f32). Go has no float32 libm, so expf,
+// ggml_rope_cache_init, rope_yarn, soft_max; vec.h: ggml_silu_f32). Go has no float32 libm, so
 // cosf, sinf and sqrtf are computed in float64 and rounded, which gives the
-// correctly rounded float32 result (sqrtf exactly so; glibc's expf, cosf and
-// sinf are within an ulp of it).
-
-func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
+// correctly rounded float32 result (sqrtf exactly so; glibc's cosf and sinf
+// are within an ulp of it). expf is cpu.Expf, within an ulp of exp like
+// ggml's own vectorised expf, so that softmax and silu run 8 lanes at a time
+// (cpu.SoftmaxExp, cpu.SiluMul) with the same result as one at a time.
 
 // rmsNorm writes y = x * 1/sqrt(mean(x^2) + eps) * w, as
 // ggml_compute_forward_rms_norm_f32 followed by the weight multiply: the
@@ -85,20 +85,12 @@ func softmax(x []float32) {
 	for _, v := range x {
 		mx = max(mx, v)
 	}
-	var sum float64
-	for i, v := range x {
-		e := expf(v - mx)
-		x[i] = e
-		sum += float64(e)
-	}
+	sum := cpu.SoftmaxExp(x, mx)
 	inv := float32(1 / sum)
 	for i := range x {
 		x[i] *= inv
 	}
 }
-
-// silu returns x/(1+expf(-x)) (ggml_silu_f32).
-func silu(x float32) float32 { return x / (1 + expf(-x)) }
 
 // dot returns the float32 dot product of a and b (len(a) <= len(b)).
 func dot(a, b []float32) float32 {
@@ -143,32 +135,5 @@ func toF16(dst []uint16, x []float32) {
 	dst = dst[:len(x)]
 	for i, v := range x {
 		dst[i] = planar.F32ToF16(v)
-	}
-}
-
-// dotF16 returns the float32 dot product of a with the binary16 values b.
-func dotF16(a []float32, b []uint16) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		aa := (*[4]float32)(a[i:])
-		bb := (*[4]uint16)(b[i:])
-		s0 += aa[0] * cpu.F16ToF32(bb[0])
-		s1 += aa[1] * cpu.F16ToF32(bb[1])
-		s2 += aa[2] * cpu.F16ToF32(bb[2])
-		s3 += aa[3] * cpu.F16ToF32(bb[3])
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * cpu.F16ToF32(b[i])
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// axpyF16 adds a*x to y, x binary16 values.
-func axpyF16(a float32, x []uint16, y []float32) {
-	y = y[:len(x)]
-	for i, v := range x {
-		y[i] += a * cpu.F16ToF32(v)
 	}
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"math"
+
+	"github.com/xdna-go/xdna/runtime/cpu"
 )
 
 // Perplexity measures m on tokens the way llama.cpp's llama-perplexity
@@ -81,7 +83,7 @@ func logSoftmax(logits []float32, tok int) float64 {
 	}
 	var sum float64
 	for _, v := range logits {
-		sum += float64(expf(v - mx))
+		sum += float64(cpu.Expf(v - mx))
 	}
 	return float64(logits[tok]-mx) - math.Log(sum)
 }

@@ -246,10 +246,7 @@ type siluTask struct {
 
 func (t *siluTask) Run(_, lo, hi int) {
 	for i := lo; i < hi; i++ {
-		g, u, h := t.g[i*t.stride:i*t.stride+t.n], t.u[i*t.stride:i*t.stride+t.n], t.h[i*t.n:(i+1)*t.n]
-		for j := range h {
-			h[j] = silu(g[j]) * u[j]
-		}
+		cpu.SiluMul(t.h[i*t.n:(i+1)*t.n], t.g[i*t.stride:], t.u[i*t.stride:])
 	}
 }
 
@@ -361,11 +358,11 @@ func (a *attnTask) Run(w, lo, hi int) {
 				qh[j] = roundF16(v)
 			}
 			for t := range sc {
-				sc[t] = dotF16(qh, kc[t*kvd+kh*hd:]) * m.kqScale
+				sc[t] = cpu.DotF16(qh, kc[t*kvd+kh*hd:]) * m.kqScale
 			}
 			softmax(sc)
 			for t, pt := range sc {
-				axpyF16(roundF16(pt), vc[t*vd+kh*hdv:t*vd+(kh+1)*hdv], out)
+				cpu.AxpyF16(roundF16(pt), vc[t*vd+kh*hdv:t*vd+(kh+1)*hdv], out)
 			}
 			continue
 		}

@@ -1,0 +1,20 @@
+//go:build !amd64 || noasm || !gc
+
+package cpu
+
+// The stubs of the AVX2 element-wise kernels (vec_amd64.s) in builds
+// without them, where haveAVX2 is false and vecops.go never calls them.
+
+func dotF16AVX2(a *float32, b *uint16, n int) float32 {
+	noAsm()
+	return 0
+}
+
+func axpyF16AVX2(a float32, x *uint16, y *float32, n int) { noAsm() }
+
+func siluMulAVX2(h, x, u *float32, n int) { noAsm() }
+
+func softmaxExpAVX2(x *float32, n int, mx float32) float64 {
+	noAsm()
+	return 0
+}
