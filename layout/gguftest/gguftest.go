@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 
 	"github.com/xdna-go/xdna/planar"
 )
@@ -178,10 +179,13 @@ type Shape struct {
 	Layers, Dim, FFN int
 	Heads, HeadsKV   int
 	Vocab            int
-	Type             planar.Type // weight type of every matrix (Q4_0, Q8_0, F16, F32)
-	Seed             uint64
-	Context          int
-	Tied             bool // no output.weight: the output reuses token_embd
+	Type             planar.Type // weight type of every matrix (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, F16, F32)
+	// Mix "Q4_K_M" overrides Type with llama.cpp's Q4_K_M choice per tensor
+	// (MixType); "" keeps Type for every matrix.
+	Mix     string
+	Seed    uint64
+	Context int
+	Tied    bool // no output.weight: the output reuses token_embd
 }
 
 // Qwen05B is the shape of Qwen2.5-0.5B with a 32000-token vocabulary.
@@ -200,11 +204,25 @@ func RandomBlocks(w io.Writer, typ planar.Type, elems int64, r *rand.Rand) error
 	for i := int64(0); i < nb; i++ {
 		blk := make([]byte, typ.BlockBytes())
 		switch typ {
-		case planar.Q4_0, planar.Q8_0:
+		case planar.Q4_0, planar.Q5_0, planar.Q8_0:
 			scale(blk)
 			for j := 2; j < len(blk); j++ {
 				blk[j] = byte(r.Uint32())
 			}
+		case planar.Q4_K, planar.Q5_K:
+			// d, dmin, then 6-bit scales and mins, (high bits,) codes: every
+			// byte pattern after the two f16 is a valid block.
+			scale(blk)
+			scale(blk[2:])
+			for j := 4; j < len(blk); j++ {
+				blk[j] = byte(r.Uint32())
+			}
+		case planar.Q6_K:
+			// low codes, high codes, int8 scales, then d.
+			for j := 0; j < len(blk)-2; j++ {
+				blk[j] = byte(r.Uint32())
+			}
+			binary.LittleEndian.PutUint16(blk[len(blk)-2:], f16(float32(0.0002+0.001*r.Float64())))
 		case planar.F16:
 			binary.LittleEndian.PutUint16(blk, f16(float32(r.NormFloat64()*0.05)))
 		case planar.F32:
@@ -238,6 +256,33 @@ func f16(f float32) uint16 {
 	return sign | uint16(exp)<<10 | uint16((b>>13)&0x3ff)
 }
 
+// MixType is the type llama.cpp's quantizer (llama_tensor_get_type) gives
+// the matrix name, of rows of k elements in a model of layers layers, for
+// the mix "Q4_K_M": Q6_K for the output and for attn_v and ffn_down in the
+// layers use_more_bits picks (the first and last eighth and every third one
+// between), Q4_K elsewhere; where k is not a multiple of 256 the K-quant
+// falls back to Q5_0 (for Q4_K) or Q8_0 (for Q6_K), as it does for
+// Qwen2.5-0.5B (896 wide), whose Q4_K_M file is mostly Q5_0 and Q8_0.
+func MixType(mix, name string, layers, k int) planar.Type {
+	t := planar.Q4_K
+	layer := -1
+	fmt.Sscanf(name, "blk.%d.", &layer)
+	moreBits := layer >= 0 && (layer < layers/8 || layer >= 7*layers/8 || (layer-layers/8)%3 == 2)
+	switch {
+	case name == "output.weight":
+		t = planar.Q6_K
+	case moreBits && (strings.HasSuffix(name, ".attn_v.weight") || strings.HasSuffix(name, ".ffn_down.weight")):
+		t = planar.Q6_K
+	}
+	if k%256 != 0 {
+		if t == planar.Q6_K {
+			return planar.Q8_0
+		}
+		return planar.Q5_0
+	}
+	return t
+}
+
 // WriteModel writes a random-weight model of shape s to path, streaming the
 // weights so that memory stays small whatever the size. The vocabulary is a
 // SentencePiece-style byte vocabulary padded with synthetic pieces.
@@ -254,8 +299,12 @@ func WriteModel(path string, s Shape) error {
 	}
 	mat := func(name string, k, n int) Tensor {
 		seed := r.Uint64()
-		return Tensor{Name: name, Type: s.Type, Dims: []int{k, n}, Fill: func(w io.Writer) error {
-			return RandomBlocks(w, s.Type, int64(k)*int64(n), rand.New(rand.NewPCG(seed, 1)))
+		typ := s.Type
+		if s.Mix != "" {
+			typ = MixType(s.Mix, name, s.Layers, k)
+		}
+		return Tensor{Name: name, Type: typ, Dims: []int{k, n}, Fill: func(w io.Writer) error {
+			return RandomBlocks(w, typ, int64(k)*int64(n), rand.New(rand.NewPCG(seed, 1)))
 		}}
 	}
 	var ts []Tensor

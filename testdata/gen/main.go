@@ -18,7 +18,7 @@ import (
 func main() {
 	out := flag.String("o", "", "output GGUF file (required)")
 	shape := flag.String("shape", "qwen05b", "base shape: qwen05b (24 x 896 x 4864, 14/2 heads, vocab 32000) or tiny")
-	typ := flag.String("type", "Q4_0", "weight type: Q4_0, Q8_0, F16, F32")
+	typ := flag.String("type", "Q4_0", "weight type: Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, F16, F32, or the mix Q4_K_M")
 	layers := flag.Int("layers", 0, "override the layer count")
 	seed := flag.Uint64("seed", 1, "random seed")
 	dim := flag.Int("dim", 0, "override the embedding width")
@@ -41,12 +41,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "gen: -shape %q: want qwen05b or tiny\n", *shape)
 		os.Exit(2)
 	}
-	t, err := planar.ParseType(*typ)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gen: -type:", err)
-		os.Exit(2)
+	if *typ == "Q4_K_M" {
+		s.Type, s.Mix = planar.Q4_K, "Q4_K_M"
+	} else {
+		t, err := planar.ParseType(*typ)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gen: -type:", err)
+			os.Exit(2)
+		}
+		s.Type = t
 	}
-	s.Type = t
 	s.Seed = *seed
 	for _, o := range []struct {
 		v   int
