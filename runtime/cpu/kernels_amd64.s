@@ -160,8 +160,8 @@ DATA ff<>+0(SB)/8, $0x00000000000000ff
 GLOBL ff<>(SB), RODATA|NOPTR, $8
 
 // func q4_0RowsAVX2(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
-// Requires: AVX, AVX2, F16C
-TEXT ·q4_0RowsAVX2(SB), NOSPLIT, $40-96
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·q4_0RowsAVX2(SB), NOSPLIT, $48-96
 	MOVQ    cstride+16(FP), AX
 	MOVQ    sstride+24(FP), CX
 	MOVQ    a+32(FP), DX
@@ -182,6 +182,9 @@ q4_0RowsAVX2_tile:
 	MOVQ R8, 16(SP)
 	MOVQ y+64(FP), R8
 	MOVQ R8, 24(SP)
+	MOVQ codes+0(FP), R8
+	ADDQ $0x00000800, R8
+	MOVQ R8, 40(SP)
 
 q4_0RowsAVX2_rows:
 	CMPQ   16(SP), $0x04
@@ -192,6 +195,11 @@ q4_0RowsAVX2_rows:
 	VXORPS X2, X2, X2
 
 q4_0RowsAVX2_pair:
+	MOVQ         40(SP), R11
+	PREFETCHT0   (R11)
+	PREFETCHT0   64(R11)
+	ADDQ         $0x00000080, R11
+	MOVQ         R11, 40(SP)
 	LEAQ         (R8)(AX*2), R11
 	VMOVDQU      (R8), Y3
 	VPSRLW       $0x04, Y3, Y4
@@ -296,8 +304,8 @@ q4_0RowsAVX2_rowsdone:
 	RET
 
 // func q5_0RowsAVX2(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
-// Requires: AVX, AVX2, F16C
-TEXT ·q5_0RowsAVX2(SB), NOSPLIT, $48-112
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·q5_0RowsAVX2(SB), NOSPLIT, $56-112
 	MOVQ    cstride+24(FP), AX
 	MOVQ    sstride+40(FP), CX
 	MOVQ    hstride+32(FP), DX
@@ -321,6 +329,9 @@ q5_0RowsAVX2_tile:
 	MOVQ R9, 24(SP)
 	MOVQ y+80(FP), R9
 	MOVQ R9, 32(SP)
+	MOVQ codes+0(FP), R9
+	ADDQ $0x00000800, R9
+	MOVQ R9, 48(SP)
 
 q5_0RowsAVX2_rows:
 	CMPQ   24(SP), $0x04
@@ -332,6 +343,11 @@ q5_0RowsAVX2_rows:
 	VXORPS X2, X2, X2
 
 q5_0RowsAVX2_pair:
+	MOVQ         48(SP), R13
+	PREFETCHT0   (R13)
+	PREFETCHT0   64(R13)
+	ADDQ         $0x00000080, R13
+	MOVQ         R13, 48(SP)
 	LEAQ         (R9)(AX*2), R13
 	LEAQ         (R11)(DX*2), R14
 	VMOVDQU      (R9), Y3
@@ -488,8 +504,8 @@ q5_0RowsAVX2_rowsdone:
 	RET
 
 // func q8_0RowsAVX2(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, np int, y *float32, rows int, tiles int, tstride int)
-// Requires: AVX, AVX2, F16C
-TEXT ·q8_0RowsAVX2(SB), NOSPLIT, $40-88
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·q8_0RowsAVX2(SB), NOSPLIT, $48-88
 	MOVQ    cstride+16(FP), AX
 	MOVQ    sstride+24(FP), CX
 	MOVQ    a+32(FP), DX
@@ -508,6 +524,9 @@ q8_0RowsAVX2_tile:
 	MOVQ DI, 16(SP)
 	MOVQ y+56(FP), DI
 	MOVQ DI, 24(SP)
+	MOVQ codes+0(FP), DI
+	ADDQ $0x00000800, DI
+	MOVQ DI, 40(SP)
 
 q8_0RowsAVX2_rows:
 	CMPQ   16(SP), $0x04
@@ -518,6 +537,13 @@ q8_0RowsAVX2_rows:
 	VXORPS X1, X1, X1
 
 q8_0RowsAVX2_pair:
+	MOVQ         40(SP), R10
+	PREFETCHT0   (R10)
+	PREFETCHT0   64(R10)
+	PREFETCHT0   128(R10)
+	PREFETCHT0   192(R10)
+	ADDQ         $0x00000100, R10
+	MOVQ         R10, 40(SP)
 	VMOVDQU      (DX)(R9*8), Y2
 	VMOVDQU      32(DX)(R9*8), Y3
 	LEAQ         (DI)(AX*2), R10
@@ -638,8 +664,8 @@ q8_0RowsAVX2_rowsdone:
 	RET
 
 // func q4_KRowsAVX2(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows int, tiles int, tstride int)
-// Requires: AVX, AVX2, F16C
-TEXT ·q4_KRowsAVX2(SB), NOSPLIT, $56-112
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·q4_KRowsAVX2(SB), NOSPLIT, $64-112
 	MOVQ    cstride+24(FP), AX
 	MOVQ    mstride+32(FP), CX
 	MOVQ    dstride+40(FP), DX
@@ -657,6 +683,9 @@ q4_KRowsAVX2_tile:
 	MOVQ BX, 32(SP)
 	MOVQ y+80(FP), BX
 	MOVQ BX, 40(SP)
+	MOVQ codes+0(FP), BX
+	ADDQ $0x00000800, BX
+	MOVQ BX, 56(SP)
 
 q4_KRowsAVX2_rows:
 	CMPQ   32(SP), $0x04
@@ -672,6 +701,17 @@ q4_KRowsAVX2_rows:
 	VXORPS X1, X1, X1
 
 q4_KRowsAVX2_sb:
+	MOVQ           56(SP), R11
+	PREFETCHT0     (R11)
+	PREFETCHT0     64(R11)
+	PREFETCHT0     128(R11)
+	PREFETCHT0     192(R11)
+	PREFETCHT0     256(R11)
+	PREFETCHT0     320(R11)
+	PREFETCHT0     384(R11)
+	PREFETCHT0     448(R11)
+	ADDQ           $0x00000200, R11
+	MOVQ           R11, 56(SP)
 	LEAQ           (BX)(AX*2), R11
 	LEAQ           (SI)(CX*2), R12
 	VBROADCASTI128 (SI), Y2
@@ -943,8 +983,8 @@ q4_KRowsAVX2_rowsdone:
 	RET
 
 // func q5_KRowsAVX2(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows int, tiles int, tstride int)
-// Requires: AVX, AVX2, F16C
-TEXT ·q5_KRowsAVX2(SB), NOSPLIT, $64-128
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·q5_KRowsAVX2(SB), NOSPLIT, $72-128
 	MOVQ    cstride+32(FP), AX
 	MOVQ    mstride+48(FP), CX
 	MOVQ    dstride+56(FP), DX
@@ -965,6 +1005,9 @@ q5_KRowsAVX2_tile:
 	MOVQ SI, 40(SP)
 	MOVQ y+96(FP), SI
 	MOVQ SI, 48(SP)
+	MOVQ codes+0(FP), SI
+	ADDQ $0x00000800, SI
+	MOVQ SI, 64(SP)
 
 q5_KRowsAVX2_rows:
 	CMPQ   40(SP), $0x04
@@ -981,6 +1024,17 @@ q5_KRowsAVX2_rows:
 	VXORPS X1, X1, X1
 
 q5_KRowsAVX2_sb:
+	MOVQ           64(SP), R13
+	PREFETCHT0     (R13)
+	PREFETCHT0     64(R13)
+	PREFETCHT0     128(R13)
+	PREFETCHT0     192(R13)
+	PREFETCHT0     256(R13)
+	PREFETCHT0     320(R13)
+	PREFETCHT0     384(R13)
+	PREFETCHT0     448(R13)
+	ADDQ           $0x00000200, R13
+	MOVQ           R13, 64(SP)
 	LEAQ           (SI)(AX*2), R13
 	LEAQ           (DI)(CX*2), R14
 	LEAQ           (R9)(BX*2), R15
@@ -1436,8 +1490,8 @@ q5_KRowsAVX2_rowsdone:
 	RET
 
 // func q6_KRowsAVX2(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, nsb int, y *float32, rows int, tiles int, tstride int)
-// Requires: AVX, AVX2, F16C
-TEXT ·q6_KRowsAVX2(SB), NOSPLIT, $56-104
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·q6_KRowsAVX2(SB), NOSPLIT, $64-104
 	MOVQ cstride+24(FP), AX
 	MOVQ sstride+32(FP), CX
 	MOVQ dstride+40(FP), DX
@@ -1454,6 +1508,9 @@ q6_KRowsAVX2_tile:
 	MOVQ BX, 32(SP)
 	MOVQ y+72(FP), BX
 	MOVQ BX, 40(SP)
+	MOVQ codes+0(FP), BX
+	ADDQ $0x00000800, BX
+	MOVQ BX, 56(SP)
 
 q6_KRowsAVX2_rows:
 	CMPQ   32(SP), $0x04
@@ -1468,6 +1525,25 @@ q6_KRowsAVX2_rows:
 	VXORPS X0, X0, X0
 
 q6_KRowsAVX2_sb:
+	MOVQ         56(SP), R10
+	PREFETCHT0   (R10)
+	PREFETCHT0   64(R10)
+	PREFETCHT0   128(R10)
+	PREFETCHT0   192(R10)
+	PREFETCHT0   256(R10)
+	PREFETCHT0   320(R10)
+	PREFETCHT0   384(R10)
+	PREFETCHT0   448(R10)
+	PREFETCHT0   512(R10)
+	PREFETCHT0   576(R10)
+	PREFETCHT0   640(R10)
+	PREFETCHT0   704(R10)
+	PREFETCHT0   768(R10)
+	PREFETCHT0   832(R10)
+	PREFETCHT0   896(R10)
+	PREFETCHT0   960(R10)
+	ADDQ         $0x00000400, R10
+	MOVQ         R10, 56(SP)
 	LEAQ         (BX)(AX*2), R10
 	LEAQ         (SI)(CX*2), R11
 	VMOVDQU      (SI), X1

@@ -429,6 +429,7 @@ type tileVars struct {
 	rows   Mem
 	y      Mem
 	add    Mem
+	pf     Mem // the prefetch pointer: prefetchAhead bytes ahead in the codes
 }
 
 // beginTiles allocates the variables and opens the K-tile loop; the rows
@@ -438,7 +439,7 @@ func beginTiles(name string, planes ...string) *tileVars {
 	for _, p := range planes {
 		v.local[p] = AllocLocal(8)
 	}
-	v.rows, v.y, v.add = AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	v.rows, v.y, v.add, v.pf = AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	MOVQ(U32(0), v.add)
 	Label(name + "_tile")
 	for _, p := range planes {
@@ -449,7 +450,25 @@ func beginTiles(name string, planes ...string) *tileVars {
 	MOVQ(r, v.rows)
 	r = Load(Param("y"), GP64())
 	MOVQ(r, v.y)
+	r = Load(Param("codes"), GP64())
+	ADDQ(U32(prefetchAhead), r)
+	MOVQ(r, v.pf)
 	return v
+}
+
+// prefetch asks for the cache lines of the n bytes of codes prefetchAhead
+// bytes ahead of the ones read now (the rows of a tile are contiguous, so
+// the codes are read in order) and moves the prefetch pointer on: the
+// hardware prefetcher alone keeps too few lines in flight for a kernel that
+// computes between its loads.
+func (v *tileVars) prefetch(n int) {
+	r := GP64()
+	MOVQ(v.pf, r)
+	for o := 0; o < n; o += 64 {
+		PREFETCHT0(Mem{Base: r, Disp: o})
+	}
+	ADDQ(U32(n), r)
+	MOVQ(r, v.pf)
 }
 
 // load returns the current tile's pointer of plane p.
@@ -490,6 +509,10 @@ func (v *tileVars) endTiles(name string, advance func()) {
 	VZEROUPPER()
 	RET()
 }
+
+// prefetchAhead is how far ahead of the codes they read the rows kernels
+// prefetch, in bytes.
+const prefetchAhead = 2048
 
 // rowsQ4 writes the Q4_0 (q5: Q5_0) rows kernel: rows (a multiple of 4)
 // rows of tiles K-tiles against one token. Per pair of 32-blocks: codes 32
@@ -544,6 +567,7 @@ func rowsQ4(name string, q5 bool) {
 	VXORPS(acc, acc, acc)
 
 	Label(name + "_pair")
+	tv.prefetch(128) // 4 rows x 32 bytes of codes per pair
 	t := GP64()
 	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
 	var th Register
@@ -617,6 +641,7 @@ func rowsQ8(name string) {
 	VXORPS(acc, acc, acc)
 
 	Label(name + "_pair")
+	tv.prefetch(256) // 4 rows x 64 bytes of codes per pair
 	aA, aB := YMM(), YMM()
 	VMOVDQU(Mem{Base: a, Index: x, Scale: 8}, aA)
 	VMOVDQU(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, aB)
@@ -709,6 +734,7 @@ func rowsK(name string, q5 bool) {
 	VXORPS(acc, acc, acc)
 
 	Label(name + "_sb")
+	tv.prefetch(512) // 4 rows x 128 bytes of codes per super-block
 	t := GP64()
 	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
 	tm := GP64()
@@ -820,6 +846,7 @@ func rowsQ6(name string) {
 	VXORPS(acc, acc, acc)
 
 	Label(name + "_sb")
+	tv.prefetch(1024) // 4 rows x 256 bytes of codes per super-block
 	t := GP64()
 	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
 	ts := GP64()
