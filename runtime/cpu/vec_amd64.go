@@ -23,3 +23,8 @@ func siluMulAVX2(h *float32, x *float32, u *float32, n int)
 //
 //go:noescape
 func softmaxExpAVX2(x *float32, n int, mx float32) float64
+
+// sumStreamAVX2 returns the sum of the n words at p (n a multiple of 64), wrapping.
+//
+//go:noescape
+func sumStreamAVX2(p *uint64, n int) uint64

@@ -367,3 +367,58 @@ softmaxExp_done:
 	MOVSD X1, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func sumStreamAVX2(p *uint64, n int) uint64
+// Requires: AVX, AVX2, MMX+
+TEXT ·sumStreamAVX2(SB), NOSPLIT, $0-24
+	MOVQ  p+0(FP), AX
+	MOVQ  n+8(FP), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	XORQ  DX, DX
+	CMPQ  CX, DX
+	JE    sumStream_done
+
+sumStream_loop:
+	PREFETCHT0 4096(AX)(DX*8)
+	PREFETCHT0 4160(AX)(DX*8)
+	PREFETCHT0 4224(AX)(DX*8)
+	PREFETCHT0 4288(AX)(DX*8)
+	PREFETCHT0 4352(AX)(DX*8)
+	PREFETCHT0 4416(AX)(DX*8)
+	PREFETCHT0 4480(AX)(DX*8)
+	PREFETCHT0 4544(AX)(DX*8)
+	VPADDQ     (AX)(DX*8), Y0, Y0
+	VPADDQ     32(AX)(DX*8), Y1, Y1
+	VPADDQ     64(AX)(DX*8), Y2, Y2
+	VPADDQ     96(AX)(DX*8), Y3, Y3
+	VPADDQ     128(AX)(DX*8), Y0, Y0
+	VPADDQ     160(AX)(DX*8), Y1, Y1
+	VPADDQ     192(AX)(DX*8), Y2, Y2
+	VPADDQ     224(AX)(DX*8), Y3, Y3
+	VPADDQ     256(AX)(DX*8), Y0, Y0
+	VPADDQ     288(AX)(DX*8), Y1, Y1
+	VPADDQ     320(AX)(DX*8), Y2, Y2
+	VPADDQ     352(AX)(DX*8), Y3, Y3
+	VPADDQ     384(AX)(DX*8), Y0, Y0
+	VPADDQ     416(AX)(DX*8), Y1, Y1
+	VPADDQ     448(AX)(DX*8), Y2, Y2
+	VPADDQ     480(AX)(DX*8), Y3, Y3
+	ADDQ       $0x40, DX
+	CMPQ       CX, DX
+	JNE        sumStream_loop
+
+sumStream_done:
+	VPADDQ       Y1, Y0, Y0
+	VPADDQ       Y3, Y2, Y2
+	VPADDQ       Y2, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPADDQ       X1, X0, X1
+	VMOVQ        X1, AX
+	VPEXTRQ      $0x01, X1, CX
+	ADDQ         CX, AX
+	VZEROUPPER
+	MOVQ         AX, ret+16(FP)
+	RET

@@ -561,3 +561,29 @@ func BenchmarkSoftmaxExp(b *testing.B) {
 		}
 	})
 }
+
+// TestSumStream checks SumStream against a plain wrapping sum of every word
+// (none dropped, none read twice) for lengths around the 64-word steps of
+// the assembly loop and 1 to 3 threads, with both paths.
+func TestSumStream(t *testing.T) {
+	rng := rand.New(rand.NewPCG(69, 70))
+	buf := make([]uint64, 5000)
+	for i := range buf {
+		buf[i] = rng.Uint64()
+	}
+	for _, on := range simdModes() {
+		withSIMD(on, func() {
+			for _, n := range []int{0, 1, 3, 63, 64, 65, 127, 128, 129, 191, 256, 1000, 4999, 5000} {
+				for threads := 1; threads <= 3; threads++ {
+					var want uint64
+					for _, v := range buf[:n/threads*threads] {
+						want += v
+					}
+					if got := SumStream(buf[:n], threads); got != want {
+						t.Fatalf("%s: SumStream of %d words, %d threads = %#x, want %#x", modeName(on), n, threads, got, want)
+					}
+				}
+			}
+		})
+	}
+}
