@@ -180,9 +180,9 @@ type Shape struct {
 	Heads, HeadsKV   int
 	Vocab            int
 	Type             planar.Type // weight type of every matrix (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, F16, F32)
-	// Mix "Q4_K_M" overrides Type with llama.cpp's Q4_K_M choice per tensor
-	// (MixType); "" keeps Type for every matrix.
-	Mix     string
+	// Q4KM overrides Type with llama.cpp's Q4_K_M choice per tensor
+	// (Q4KMType).
+	Q4KM    bool
 	Seed    uint64
 	Context int
 	Tied    bool // no output.weight: the output reuses token_embd
@@ -256,14 +256,14 @@ func f16(f float32) uint16 {
 	return sign | uint16(exp)<<10 | uint16((b>>13)&0x3ff)
 }
 
-// MixType is the type llama.cpp's quantizer (llama_tensor_get_type) gives
+// Q4KMType is the type llama.cpp's quantizer (llama_tensor_get_type) gives
 // the matrix name, of rows of k elements in a model of layers layers, for
-// the mix "Q4_K_M": Q6_K for the output and for attn_v and ffn_down in the
+// the mix Q4_K_M: Q6_K for the output and for attn_v and ffn_down in the
 // layers use_more_bits picks (the first and last eighth and every third one
 // between), Q4_K elsewhere; where k is not a multiple of 256 the K-quant
 // falls back to Q5_0 (for Q4_K) or Q8_0 (for Q6_K), as it does for
 // Qwen2.5-0.5B (896 wide), whose Q4_K_M file is mostly Q5_0 and Q8_0.
-func MixType(mix, name string, layers, k int) planar.Type {
+func Q4KMType(name string, layers, k int) planar.Type {
 	t := planar.Q4_K
 	layer := -1
 	fmt.Sscanf(name, "blk.%d.", &layer)
@@ -300,8 +300,8 @@ func WriteModel(path string, s Shape) error {
 	mat := func(name string, k, n int) Tensor {
 		seed := r.Uint64()
 		typ := s.Type
-		if s.Mix != "" {
-			typ = MixType(s.Mix, name, s.Layers, k)
+		if s.Q4KM {
+			typ = Q4KMType(name, s.Layers, k)
 		}
 		return Tensor{Name: name, Type: typ, Dims: []int{k, n}, Fill: func(w io.Writer) error {
 			return RandomBlocks(w, typ, int64(k)*int64(n), rand.New(rand.NewPCG(seed, 1)))

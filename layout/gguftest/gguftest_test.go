@@ -9,10 +9,10 @@ import (
 	"github.com/xdna-go/xdna/planar"
 )
 
-// TestMixType checks the Q4_K_M choice on the Qwen2.5-0.5B shape (24
+// TestQ4KMType checks the Q4_K_M choice on the Qwen2.5-0.5B shape (24
 // layers, 896 wide, FFN 4864), where only ffn_down (K = 4864) keeps a
 // K-quant and the rest falls back as llama.cpp's quantizer does.
-func TestMixType(t *testing.T) {
+func TestQ4KMType(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		k    int
@@ -33,8 +33,8 @@ func TestMixType(t *testing.T) {
 		{"blk.19.ffn_gate.weight", 896, planar.Q5_0},
 		{"blk.19.ffn_gate.weight", 1024, planar.Q4_K},
 	} {
-		if got := MixType("Q4_K_M", c.name, 24, c.k); got != c.want {
-			t.Errorf("MixType(%s, K=%d) = %s, want %s", c.name, c.k, got, c.want)
+		if got := Q4KMType(c.name, 24, c.k); got != c.want {
+			t.Errorf("Q4KMType(%s, K=%d) = %s, want %s", c.name, c.k, got, c.want)
 		}
 	}
 }

@@ -335,10 +335,8 @@ func FuzzQuantQ8_0(f *testing.F) {
 		}
 		nb := max(1, (len(raw)/4+31)/32)
 		x := make([]float32, 32*nb)
+		copy(x, fuzzFloats(raw))
 		for i := range x {
-			if 4*i+4 <= len(raw) {
-				x[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-			}
 			if math.IsNaN(float64(x[i])) || math.IsInf(float64(x[i]), 0) {
 				x[i] = 0
 			}

@@ -42,7 +42,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *typ == "Q4_K_M" {
-		s.Type, s.Mix = planar.Q4_K, "Q4_K_M"
+		s.Type, s.Q4KM = planar.Q4_K, true
 	} else {
 		t, err := planar.ParseType(*typ)
 		if err != nil {
