@@ -93,6 +93,7 @@ leaves); with stdin not a terminal, stdin is the prompt.`,
 	f.IntVar(&o.topLogits, "top-logits", 0, "with --json, the K largest logits of each step")
 	addLoadFlags(cmd, &o.loadOptions)
 	cmd.AddCommand(newTokenizeCmd(), newPerplexityCmd(), newBenchCmd(), newProbeCmd())
+	addServeCommands(cmd)
 	return cmd
 }
 
