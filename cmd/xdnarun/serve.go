@@ -178,7 +178,3 @@ func (b *serveBackend) Generate(ctx context.Context, g server.Generation, w io.W
 	return r, nil
 }
 
-// addServeCommands registers serve, pull, list and rm on the root command.
-func addServeCommands(root *cobra.Command) {
-	root.AddCommand(newServeCmd())
-}
