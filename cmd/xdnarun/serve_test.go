@@ -336,14 +336,23 @@ func TestServeSIGTERM(t *testing.T) {
 // goroutine is left behind. It logs first-token and total latency per
 // request and the process's peak RSS (server and clients together).
 func TestServeLoad(t *testing.T) {
-	x := packFixture(t, "stories260K-q4_0")
+	// XDNA_SERVE_URL, XDNA_SERVE_MODEL, XDNA_SERVE_PID: load a server run
+	// apart (xdnarun serve MODEL --parallel 2 --alias m) and report its
+	// peak RSS instead of this process's.
+	x, url, pid := os.Getenv("XDNA_SERVE_MODEL"), os.Getenv("XDNA_SERVE_URL"), os.Getenv("XDNA_SERVE_PID")
+	if x == "" {
+		x = packFixture(t, "stories260K-q4_0")
+	}
 	prompts := []string{"Once upon a time", "The little dog", "Pierre said that", "One day, a big bear found a"}
 	want := map[string]string{}
 	for _, p := range prompts {
 		want[p] = cliText(t, x, p, "-n", "64", "--temp", "0")
 	}
 	before := runtime.NumGoroutine()
-	ts := startServe(t, x, func(o *serveOptions) { o.parallel = 2; o.alias = "m" })
+	ts := &testServer{url: url}
+	if url == "" {
+		ts = startServe(t, x, func(o *serveOptions) { o.parallel = 2; o.alias = "m" })
+	}
 	tr := &http.Transport{}
 	c := ts.client(option.WithHTTPClient(&http.Client{Transport: tr}))
 	type lat struct {
@@ -396,7 +405,10 @@ func TestServeLoad(t *testing.T) {
 	sort.Float64s(firsts)
 	sort.Float64s(totals)
 	t.Logf("16 requests, --parallel 2, 64 tokens each: wall %.1f ms; first token median %.1f ms, max %.1f ms; total median %.1f ms, max %.1f ms; peak RSS of the test process %s",
-		ms(wall), firsts[7], firsts[15], totals[7], totals[15], peakRSS())
+		ms(wall), firsts[7], firsts[15], totals[7], totals[15], peakRSS("self"))
+	if pid != "" {
+		t.Logf("peak RSS of the server (pid %s): %s", pid, peakRSS(pid))
+	}
 	ts.stop()
 	tr.CloseIdleConnections()
 	deadline := time.Now().Add(5 * time.Second)
@@ -409,9 +421,9 @@ func TestServeLoad(t *testing.T) {
 	}
 }
 
-// peakRSS reads VmHWM from /proc/self/status.
-func peakRSS() string {
-	b, err := os.ReadFile("/proc/self/status")
+// peakRSS reads VmHWM from /proc/PID/status.
+func peakRSS(pid string) string {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
