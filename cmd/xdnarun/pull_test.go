@@ -14,18 +14,26 @@ import (
 	"github.com/xdna-go/xdna/registry/registrytest"
 )
 
+// pushedFixture starts a registry, points the store and the docker config
+// at temporary folders, and pushes stories260K-q4_0 as REGISTRY/models/stories:q4_0.
+func pushedFixture(t *testing.T) (reg *registrytest.Registry, x, ref string) {
+	t.Helper()
+	reg = registrytest.Start(t, "", "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	x = packFixture(t, "stories260K-q4_0")
+	ref = reg.Host + "/models/stories:q4_0"
+	if _, err := registry.Push(context.Background(), x, ref, registry.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return reg, x, ref
+}
+
 // TestPullOnFirstUse: xdnarun REF -p pulls the model into the store the
 // first time and prints what the file gives; list shows it; serve REF
 // serves it; rm removes it.
 func TestPullOnFirstUse(t *testing.T) {
-	reg := registrytest.Start(t, "", "")
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	x := packFixture(t, "stories260K-q4_0")
-	ref := reg.Host + "/models/stories:q4_0"
-	if _, err := registry.Push(context.Background(), x, ref, registry.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	_, x, ref := pushedFixture(t)
 	want := cliText(t, x, "Once upon a time", "-n", "12", "--temp", "0")
 	out, stderr, err := run(t, "", ref, "-p", "Once upon a time", "-n", "12", "--temp", "0", "-t", "2", "--device", "cpu")
 	if err != nil || strings.TrimSuffix(out, "\n") != want || !strings.Contains(stderr, "pulling it") {
@@ -67,14 +75,7 @@ func TestPullOnFirstUse(t *testing.T) {
 
 // TestPullRefusals: each refusal from the CLI, with its message.
 func TestPullRefusals(t *testing.T) {
-	reg := registrytest.Start(t, "", "")
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	x := packFixture(t, "stories260K-q4_0")
-	ref := reg.Host + "/models/stories:q4_0"
-	if _, err := registry.Push(context.Background(), x, ref, registry.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	reg, _, ref := pushedFixture(t)
 	for _, c := range []struct {
 		args []string
 		want error
