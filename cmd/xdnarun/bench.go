@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,7 +45,7 @@ chunk, as llama.cpp's llama-perplexity does. The last line is "PPL = X".`,
 			if err != nil {
 				return err
 			}
-			l, err := load(args[0], lo)
+			l, err := load(cmd.Context(), args[0], lo)
 			if err != nil {
 				return err
 			}
@@ -114,7 +115,7 @@ machine.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBench(args[0], o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runBench(cmd.Context(), args[0], o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -127,7 +128,7 @@ machine.`,
 	return cmd
 }
 
-func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
+func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr io.Writer) error {
 	if o.pp < 1 || o.tg < 1 || o.reps < 1 {
 		return fmt.Errorf("-p %d -n %d -r %d: each must be >= 1", o.pp, o.tg, o.reps)
 	}
@@ -137,7 +138,7 @@ func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
 	if o.pp+o.tg > o.ctx {
 		return fmt.Errorf("-p %d + -n %d exceeds the context -c %d", o.pp, o.tg, o.ctx)
 	}
-	l, err := load(path, o.loadOptions)
+	l, err := load(ctx, path, o.loadOptions)
 	if err != nil {
 		return err
 	}

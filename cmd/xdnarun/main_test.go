@@ -30,7 +30,7 @@ func run(t *testing.T, stdin string, args ...string) (string, string, error) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&errb)
 	cmd.SetIn(strings.NewReader(stdin))
-	cmd.SetArgs(args)
+	cmd.SetArgs(llamaArgs(args))
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), errb.String(), err
 }
@@ -80,7 +80,18 @@ func packGGUFN(t *testing.T, in, out, target string, cpuMaxN int) {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv("XDNARUN_TEST_MAIN") == "1" { // the test binary as xdnarun (see runMain)
+		main()
+		return
+	}
+	// The GGUF and .zst caches of every test, in-process and subprocess.
+	cacheDir, err := os.MkdirTemp("", "xdnarun-cache")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", cacheDir)
 	code := m.Run()
+	os.RemoveAll(cacheDir)
 	if packDir != "" {
 		os.RemoveAll(packDir)
 	}
@@ -363,7 +374,7 @@ func TestEmuAgainstCPU(t *testing.T) {
 			var backendCalls int
 			onNPU := 0
 			for i, dev := range []string{"cpu", "emu"} {
-				l, err := load(x, loadOptions{threads: 2, device: dev})
+				l, err := load(context.Background(), x, loadOptions{threads: 2, device: dev})
 				if err != nil {
 					t.Fatal(err)
 				}
