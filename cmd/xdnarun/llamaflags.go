@@ -25,34 +25,38 @@ var llamaShort = map[string]string{
 
 // llamaArgs rewrites llama.cpp's single-dash long flags (-ngl 99, -sys=...)
 // to the double-dash names xdnarun's flags have. Arguments after "--" and
-// the values of flags are left alone.
+// the values of flags that take text are left alone.
 func llamaArgs(args []string) []string {
 	out := make([]string, 0, len(args))
+	value := false // args[i] is the value of the flag before it
 	for i, a := range args {
+		if value {
+			out, value = append(out, a), false
+			continue
+		}
 		if a == "--" {
 			return append(out, args[i:]...)
 		}
 		name, val, hasVal := strings.Cut(a, "=")
-		if long, ok := llamaShort[name]; ok && (i == 0 || !takesValue(args[i-1])) {
+		if long, ok := llamaShort[name]; ok {
+			name = long
 			if hasVal {
 				a = long + "=" + val
 			} else {
 				a = long
 			}
 		}
+		value = !hasVal && takesText[name]
 		out = append(out, a)
 	}
 	return out
 }
 
-// takesValue reports whether the flag a is one whose value follows it (so
-// that the prompt "-sys" after -p stays a prompt).
-func takesValue(a string) bool {
-	switch a {
-	case "-p", "--prompt", "--system", "-sys", "-f", "--file", "-m", "--model", "--chat-template":
-		return true
-	}
-	return false
+// takesText lists the flags whose value is text, which may look like a flag
+// (the prompt "-sys").
+var takesText = map[string]bool{
+	"-p": true, "--prompt": true, "--system": true, "-f": true, "--file": true,
+	"-m": true, "--model": true, "--chat-template": true,
 }
 
 // llamaFlags are llama.cpp's GPU and memory flags: xdnarun accepts them so
