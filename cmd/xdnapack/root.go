@@ -278,7 +278,7 @@ func newCompressCmd() *cobra.Command {
 				return err
 			}
 			start := time.Now()
-			if err := layout.Compress(args[0], output, lv); err != nil {
+			if err := layout.Compress(cmd.Context(), args[0], output, lv); err != nil {
 				return err
 			}
 			a, _ := os.Stat(args[0])
