@@ -126,3 +126,76 @@ func TestPackRefusesWhatCannotRun(t *testing.T) {
 		t.Errorf("yarn: %v", err)
 	}
 }
+
+// TestVerifyAgainstMetadata: verify --against compares the hyperparameters
+// (rope settings too), and reports each mismatched tensor once.
+func TestVerifyAgainstMetadata(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(fixtures, "stories260K-q8_0.gguf")
+	pkg := filepath.Join(dir, "s.xdna")
+	if _, _, err := run(t, src, "-o", pkg, "-q"); err != nil {
+		t.Fatal(err)
+	}
+	roped := filepath.Join(dir, "roped.gguf")
+	variant(t, src, roped, func(kvs []gguftest.KV) []gguftest.KV {
+		kvs = setKV("llama.rope.scaling.type", "linear")(kvs)
+		return setKV("llama.rope.scaling.factor", float32(2))(kvs)
+	}, nil)
+	out, _, err := run(t, "verify", pkg, "--against", roped)
+	if err == nil || !strings.Contains(out, "hyperparameter rope_scaling") || !strings.Contains(out, "hyperparameter rope_factor") {
+		t.Errorf("rope scaling added: %v\n%s", err, out)
+	}
+	if strings.Count(out, "FAIL") != 2 {
+		t.Errorf("want 2 mismatches:\n%s", out)
+	}
+
+	out, _, err = run(t, "verify", pkg, "--against", filepath.Join(fixtures, "stories260K-q4_0.gguf"))
+	if err == nil {
+		t.Fatal("q8_0 package verified against the q4_0 GGUF")
+	}
+	names := map[string]int{}
+	for _, l := range strings.Split(out, "\n") {
+		if _, rest, ok := strings.Cut(l, "FAIL tensor \""); ok {
+			name, _, _ := strings.Cut(rest, "\"")
+			names[name]++
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("no tensor mismatch reported:\n%s", out)
+	}
+	for n, c := range names {
+		if c != 1 {
+			t.Errorf("tensor %s reported %d times", n, c)
+		}
+	}
+}
+
+// TestSmallOnes: inspect --json has snake_case keys; K-tile is "-" for a
+// raw tensor in inspect as in the plan; --host-gbps NaN is refused;
+// --version.
+func TestSmallOnes(t *testing.T) {
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "s.xdna")
+	plan, _, err := run(t, filepath.Join(fixtures, "stories260K-q8_0.gguf"), "-o", pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "inspect", pkg, "--json")
+	if err != nil || !strings.Contains(out, `"context_length"`) || strings.Contains(out, `"ContextLength"`) || strings.Contains(out, `"Tensors"`) {
+		t.Errorf("inspect --json keys: %v\n%.400s", err, out)
+	}
+	out, _, _ = run(t, "inspect", pkg)
+	for _, text := range []string{out, plan} {
+		for _, l := range strings.Split(text, "\n") {
+			if f := strings.Fields(l); len(f) > 5 && f[0] == "output_norm.weight" && f[4] != "-" {
+				t.Errorf("K-tile of a raw tensor: %q", l)
+			}
+		}
+	}
+	if _, _, err := run(t, filepath.Join(fixtures, "stories260K-q8_0.gguf"), "-o", pkg, "--host-gbps", "nan"); err == nil {
+		t.Error("--host-gbps nan accepted")
+	}
+	if out, _, err := run(t, "--version"); err != nil || strings.TrimSpace(out) != "xdnapack 0.1.0" {
+		t.Errorf("--version: %v %q", err, out)
+	}
+}

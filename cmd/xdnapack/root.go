@@ -35,6 +35,7 @@ Q/K/V and gate/up matrices, and writes one reproducible .xdna file.`,
   xdnapack verify model.xdna --against model.gguf
   xdnapack inspect model.xdna --json
   xdnapack compress model.xdna`,
+		Version:       pack.Version,
 		Args:          cobra.ExactArgs(1),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -52,6 +53,7 @@ Q/K/V and gate/up matrices, and writes one reproducible .xdna file.`,
 	f.BoolVar(&opts.noFuse, "no-fuse", false, "do not fuse Q/K/V and gate/up matrices")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress and no plan table")
 	f.Float64Var(&opts.hostGBps, "host-gbps", 40, "host memory bandwidth in GB/s assumed by the decode-time prediction (measure yours with xdnarun bench)")
+	cmd.SetVersionTemplate("{{.Version}}\n")
 	cmd.AddCommand(newVerifyCmd(), newInspectCmd(), newCompressCmd())
 	return cmd
 }
@@ -75,7 +77,8 @@ func runPack(ctx context.Context, o *packOptions) error {
 	if o.target != "xdna1" && o.target != "xdna2" {
 		return fmt.Errorf("--target %q: want xdna1 or xdna2", o.target)
 	}
-	if o.hostGBps <= 0 || o.hostGBps > 10000 {
+	if !(o.hostGBps > 0 && o.hostGBps <= 10000) { // NaN fails both
+
 		return fmt.Errorf("--host-gbps %g: want a bandwidth in (0, 10000]", o.hostGBps)
 	}
 	if o.cpuMaxN < 0 {
@@ -132,6 +135,14 @@ func abs(p string) string {
 	return a
 }
 
+// kTile shows a K-tile, "-" for none (raw tensors), in the plan and inspect alike.
+func kTile(k int) string {
+	if k <= 0 {
+		return "-"
+	}
+	return fmt.Sprint(k)
+}
+
 func printPlan(w io.Writer, plan *pack.Plan) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TENSOR\tSHAPE\tTYPE\tPACKED\tK-TILE\tDEVICE\tSLOT / REASON\tBYTES")
@@ -141,11 +152,7 @@ func printPlan(w io.Writer, plan *pack.Plan) {
 		if e.Slot != "" && !strings.HasPrefix(where, e.Slot) {
 			where = e.Slot + ": " + where
 		}
-		kt := "-"
-		if e.KTile > 0 {
-			kt = fmt.Sprint(e.KTile)
-		}
-		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%d\n", e.Name, e.Shape, e.Type, e.Format, kt, e.Device, where, e.Size)
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%d\n", e.Name, e.Shape, e.Type, e.Format, kTile(e.KTile), e.Device, where, e.Size)
 		if e.Device == "npu" {
 			npu += e.Size
 		} else {
@@ -255,7 +262,7 @@ func runInspect(w io.Writer, path string, asJSON bool) error {
 		if slot == "" {
 			slot = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%08x\n", t.Name, t.Shape, t.Type, t.Format, t.KTile, t.Device, slot, t.Offset, t.Size, t.CRC32C)
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%08x\n", t.Name, t.Shape, t.Type, t.Format, kTile(t.KTile), t.Device, slot, t.Offset, t.Size, t.CRC32C)
 	}
 	return tw.Flush()
 }

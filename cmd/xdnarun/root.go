@@ -121,6 +121,7 @@ terminal, stdin is the prompt. A GGUF file is packed once into the cache
 	f.IntVar(&o.topLogits, "top-logits", 0, "with --json, the K largest logits of each step")
 	addLoadFlags(cmd, &o.loadOptions)
 	o.llama.add(cmd)
+	cmd.SetVersionTemplate("{{.Version}}\n")
 	cmd.AddCommand(newTokenizeCmd(), newPerplexityCmd(), newBenchCmd(), newProbeCmd())
 	return cmd
 }
