@@ -109,6 +109,7 @@ type golden struct {
 
 var prompts = map[string]string{
 	"once":   "Once upon a time",
+	"bear":   "One day, a big bear found a",
 	"dog":    "The little dog",
 	"pierre": "Pierre said that",
 	"hello":  "Hello world, this is",
