@@ -9,12 +9,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/xdna-go/xdna/kernelsel"
+	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/layout/gguftest"
 	"github.com/xdna-go/xdna/layout/pack"
 	"github.com/xdna-go/xdna/planar"
@@ -310,7 +312,9 @@ func TestBadInput(t *testing.T) {
 	bad[2*4096+10] ^= 0xff
 	os.WriteFile(corrupt, bad, 0o644)
 
-	// An architecture the engine does not run packs fine but does not load.
+	// An architecture the engine does not run: xdnapack refuses it, so the
+	// package is a good one with its manifest edited (as an older packer
+	// could have written it).
 	g := filepath.Join(dir, "mamba.gguf")
 	s := gguftest.Tiny
 	s.Arch = "mamba"
@@ -318,8 +322,11 @@ func TestBadInput(t *testing.T) {
 	if err := gguftest.WriteModel(g, s); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := pack.Run(context.Background(), &pack.Options{Input: g, Output: filepath.Join(dir, "m.xdna"), Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256}); err == nil || !strings.Contains(err.Error(), `unsupported architecture "mamba"`) {
+		t.Errorf("packing mamba: %v", err)
+	}
 	mamba := filepath.Join(dir, "mamba.xdna")
-	packGGUF(t, g, mamba)
+	rewritePackage(t, x, mamba, func(m *layout.Manifest) { m.Model.Arch = "mamba" })
 
 	long := strings.Repeat("Once upon a time there was a dog. ", 40)
 	cases := []struct {
@@ -465,5 +472,36 @@ func TestProbe(t *testing.T) {
 	}
 	if err != nil || !strings.Contains(stdout, "target") {
 		t.Fatalf("probe with %v: %v %q", devs, err, stdout)
+	}
+}
+
+// rewritePackage copies the package src to dst with its manifest edited.
+func rewritePackage(t *testing.T, src, dst string, edit func(*layout.Manifest)) {
+	t.Helper()
+	f, err := layout.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := *f.Manifest
+	m.Tensors = slices.Clone(m.Tensors)
+	m.Slots = slices.Clone(m.Slots)
+	w, err := layout.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if m.Tokenizer.Size > 0 {
+		m.Tokenizer, _ = w.AddBlob(f.Bytes(m.Tokenizer))
+	}
+	for i := range m.Tensors {
+		m.Tensors[i].BlobRef, _ = w.AddBlob(f.Bytes(m.Tensors[i].BlobRef))
+	}
+	for i := range m.Slots {
+		m.Slots[i].BlobRef, _ = w.AddBlob(f.Bytes(m.Slots[i].BlobRef))
+	}
+	edit(&m)
+	if err := w.Commit(&m); err != nil {
+		t.Fatal(err)
 	}
 }
