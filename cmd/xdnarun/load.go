@@ -134,7 +134,7 @@ func (l *loaded) openDevice(o loadOptions) error {
 		infos, err := probe.Probe()
 		switch {
 		case err != nil:
-			why = fmt.Sprintf("no NPU (%v)", err)
+			why = err.Error()
 		case len(infos) == 0:
 			why = "no NPU found"
 		case infos[0].Target() != m.Package.Target:

@@ -37,7 +37,7 @@ func TestSmallOnes(t *testing.T) {
 			t.Errorf("probe --json without a device: %v, %q", err, out)
 		}
 		_, stderr, err := run(t, "", x, "-p", "Once", "-n", "1")
-		if err != nil || !strings.Contains(stderr, "--device auto: no NPU") || !strings.Contains(stderr, "running on the CPU") {
+		if err != nil || !strings.Contains(stderr, "--device auto: no AMD XDNA NPU") || !strings.Contains(stderr, "running on the CPU") {
 			t.Errorf("--device auto: %v, stderr %q", err, stderr)
 		}
 	}
