@@ -117,6 +117,7 @@ func (c *chat) reply(ctx context.Context, line string, out io.Writer) (*turn, er
 	c.cached = c.cached[:keep]
 	res, err := generate(ctx, c.l, c.st, tokens, tokens[keep:], c.o, out)
 	if err != nil {
+		c.msgs = c.msgs[:len(c.msgs)-1] // the message had no reply
 		c.st.Truncate(0)
 		c.cached = c.cached[:0]
 		return nil, err
