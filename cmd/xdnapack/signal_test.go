@@ -59,7 +59,12 @@ func TestPackSignals(t *testing.T) {
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
 			}
-			for len(temps(dir)) == 0 && c.ProcessState == nil {
+			for deadline := time.Now().Add(10 * time.Second); len(temps(dir)) == 0; {
+				if time.Now().After(deadline) {
+					c.Process.Kill()
+					c.Wait()
+					t.Fatalf("%v: no temporary file appeared in 10 s", sig)
+				}
 				time.Sleep(200 * time.Microsecond)
 			}
 			c.Process.Signal(syscall.SIGSTOP)
