@@ -33,6 +33,8 @@ func xdnapackCmd(args ...string) *exec.Cmd {
 	return c
 }
 
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
 // temps lists the temporary files in dir.
 func temps(dir string) []string {
 	m, _ := filepath.Glob(filepath.Join(dir, ".*.tmp*"))
@@ -59,7 +61,7 @@ func TestPackSignals(t *testing.T) {
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(10 * time.Second); len(temps(dir)) == 0; {
+			for deadline := time.Now().Add(10 * time.Second); len(temps(dir)) == 0 && !exists(out); {
 				if time.Now().After(deadline) {
 					c.Process.Kill()
 					c.Wait()
