@@ -118,8 +118,8 @@ type Info struct {
 	Name        string  // "emu", "xrt:0", ...
 	Gen         txn.Gen // the TXN generation its firmware executes (npu1, npu2)
 	Columns     int     // AIE columns a hardware context may use
-	MaxContexts int    // hardware contexts per process (6 on XDNA1, 16 on XDNA2)
-	MaxInFlight int    // commands in flight per context (HWCTX_MAX_CMDS, 4)
+	MaxContexts int     // hardware contexts per process (6 on XDNA1, 16 on XDNA2)
+	MaxInFlight int     // commands in flight per context (HWCTX_MAX_CMDS, 4)
 }
 
 // Device is one NPU (or its emulation). Implementations are constructed by

@@ -41,8 +41,8 @@ type Config struct {
 	Name        string  // default "emu"
 	Gen         txn.Gen // the TXN generation the firmware takes (default npu1)
 	Columns     int     // AIE columns a context may use (default 4)
-	MaxContexts int    // hardware contexts (default 6)
-	MaxInFlight int    // commands in flight per context (default 4)
+	MaxContexts int     // hardware contexts (default 6)
+	MaxInFlight int     // commands in flight per context (default 4)
 	// Kernels makes each context's column kernel (nil: the Go model,
 	// GoKernels; package sim compiles the AIE kernel sources instead).
 	Kernels KernelFactory
@@ -149,9 +149,9 @@ type Counters struct {
 	Syncs           int64
 	BytesToDevice   int64
 	BytesFromDevice int64
-	Contexts        int   // hardware contexts created
-	Allocated       int64 // bytes of live buffer objects
-	AllocatedPeak   int64 // high-water mark of Allocated
+	Contexts        int       // hardware contexts created
+	Allocated       int64     // bytes of live buffer objects
+	AllocatedPeak   int64     // high-water mark of Allocated
 	Exec            ExecStats // what the executed streams held and moved
 }
 

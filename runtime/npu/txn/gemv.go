@@ -198,7 +198,7 @@ func (g *GEMV) Build() ([]uint32, Counts, error) {
 // BD: the cost model's count, checked against Build by the tests.
 func GEMVWords(columns int) int {
 	const bd = 4 + ShimBDWords + patchWords01 // one BD and its patch
-	return 4 + // header
+	return 4 +                                // header
 		columns*(2*bd) + 2*bd + // weight and output BDs per column; header and record BDs
 		(2*columns+2)*writeWords01 + // pushes
 		columns*syncWords
