@@ -304,15 +304,15 @@ func (m *machine) patch(op *txn.Op, numCols int) error {
 	if !t.written[id] {
 		return m.fail("patch of shim BD %d of column %d, which this stream has not written", id, col)
 	}
-	if op.ArgIdx >= uint64(len(m.args)) {
-		return m.fail("arg_idx %d: the run passed %d buffers", op.ArgIdx, len(m.args))
-	}
 	plus := op.ArgPlus
 	if op.ArgIdx >= foldArgs {
 		if plus&ddrAperture == 0 {
 			return m.fail("arg_idx %d >= %d without the DDR aperture %#x folded into arg_plus %#x: the firmware would not translate it", op.ArgIdx, foldArgs, ddrAperture, plus)
 		}
 		plus -= ddrAperture
+	}
+	if op.ArgIdx >= uint64(len(m.args)) {
+		return m.fail("arg_idx %d: the run passed %d buffers", op.ArgIdx, len(m.args))
 	}
 	if plus%4 != 0 || plus > uint64(len(m.args[op.ArgIdx])) {
 		return m.fail("arg_plus %#x: outside bo%d of %d bytes or not 4-byte aligned", op.ArgPlus, op.ArgIdx, len(m.args[op.ArgIdx]))
