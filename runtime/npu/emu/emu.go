@@ -125,7 +125,7 @@ ops:
 		case f == FaultStreamBD && op.Code == txn.OpBlockWrite && isBD:
 			op.Addr += uint32(txn.ShimBDs-id) * txn.ShimBDStride
 		case f == FaultStreamLength && op.Code == txn.OpBlockWrite && isBD && id == txn.WeightBD0:
-			op.Words[0] = 1 << 24
+			op.Words[0] = 1<<30 - 1 // 4 GiB: past any buffer
 		case f == FaultStreamPatch && op.Code == txn.OpDDRPatch && isBD && word == 1:
 			op.Addr -= 4
 		default:
