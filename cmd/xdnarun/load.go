@@ -158,7 +158,7 @@ func (l *loaded) openDevice(o loadOptions) error {
 	}
 	timeout := 5 * time.Second
 	if l.device == "emu" {
-		timeout = 200 * time.Millisecond
+		timeout = 2 * time.Second // the emulator's Go kernels run a 0.5B matmul in ~100 ms
 	}
 	b, err := npu.NewBackend(l.dev, m.Tensors, slots, l.pool, npu.Options{Warn: warn, Timeout: timeout})
 	if err != nil {
