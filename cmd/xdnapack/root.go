@@ -55,6 +55,7 @@ Q/K/V and gate/up matrices, and writes one reproducible .xdna file.`,
 	f.Float64Var(&opts.hostGBps, "host-gbps", 40, "host memory bandwidth in GB/s assumed by the decode-time prediction (measure yours with xdnarun bench)")
 	cmd.SetVersionTemplate("{{.Version}}\n")
 	cmd.AddCommand(newVerifyCmd(), newInspectCmd(), newCompressCmd())
+	cmd.AddCommand(newTxnCmd())
 	return cmd
 }
 
