@@ -18,6 +18,8 @@ require (
 	github.com/tidwall/sjson v1.2.5 // indirect
 )
 
+require github.com/creack/pty v1.1.24 // indirect
+
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/henvic/httpretty v0.1.4 // indirect

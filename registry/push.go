@@ -54,7 +54,7 @@ func Push(ctx context.Context, path, ref string, o Options) (ocispec.Descriptor,
 		}
 		defer os.RemoveAll(dir)
 		zpath = filepath.Join(dir, filepath.Base(path)+".zst")
-		if err := layout.Compress(path, zpath, zstd.SpeedDefault); err != nil {
+		if err := layout.Compress(ctx, path, zpath, zstd.SpeedDefault); err != nil {
 			return ocispec.Descriptor{}, err
 		}
 	}

@@ -4,7 +4,7 @@
 //
 // A model is an OCI artifact (image manifest v1.1) of ArtifactType whose one
 // layer is the zstd distribution form of the package (LayerMediaType), with
-// the package's facts as annotations. The store, under CacheRoot()/oci:
+// the package's facts as annotations. The store, under cache.Root()/oci (shared with the GGUF pack cache):
 //
 //	blobs/sha256/<hex>              manifests and layers, named by their digest
 //	refs/<registry>/<repo>/<tag>    the manifest digest a tag was pulled at
@@ -25,8 +25,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,23 +69,6 @@ const (
 	maxManifest = 4 << 20
 	maxLayer    = 64 << 30
 )
-
-// cacheRoot is $XDG_CACHE_HOME/xdna, else $HOME/.cache/xdna. It must equal
-// cache.Root() of the cache package (the GGUF pack cache), which shares the
-// root; the two are to be unified.
-func cacheRoot() (string, error) {
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		if !filepath.IsAbs(d) {
-			return "", fmt.Errorf("$XDG_CACHE_HOME %q is not an absolute path", d)
-		}
-		return filepath.Join(d, "xdna"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory: set $XDG_CACHE_HOME or $HOME: %w", err)
-	}
-	return filepath.Join(home, ".cache", "xdna"), nil
-}
 
 // Ref is a parsed model reference: REGISTRY/REPO:TAG or REGISTRY/REPO@DIGEST.
 type Ref = registry.Reference

@@ -18,6 +18,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 
+	"github.com/xdna-go/xdna/cache"
 	"github.com/xdna-go/xdna/layout"
 )
 
@@ -26,9 +27,10 @@ type Store struct {
 	Dir string // <cache root>/oci
 }
 
-// OpenStore returns the store under the cache root, creating its folders.
+// OpenStore returns the store under the cache root (cache.Root), creating
+// its folders.
 func OpenStore() (*Store, error) {
-	root, err := cacheRoot()
+	root, err := cache.Root()
 	if err != nil {
 		return nil, err
 	}

@@ -235,16 +235,22 @@ func addServeCommands(root *cobra.Command) {
 	root.Flags().BoolVar(&po.plainHTTP, "plain-http", false, "pull a REF over plain HTTP (loopback registries need no flag)")
 	run := root.RunE
 	root.RunE = func(cmd *cobra.Command, args []string) error {
+		po.stderr = cmd.ErrOrStderr()
+		if f := cmd.Flags().Lookup("device"); f != nil {
+			po.device = f.Value.String()
+		}
 		if len(args) == 1 {
-			po.stderr = cmd.ErrOrStderr()
-			if f := cmd.Flags().Lookup("device"); f != nil {
-				po.device = f.Value.String()
-			}
 			p, err := resolveModel(cmd.Context(), args[0], po)
 			if err != nil {
 				return err
 			}
 			args = []string{p}
+		} else if f := cmd.Flags().Lookup("model"); f != nil && f.Value.String() != "" {
+			p, err := resolveModel(cmd.Context(), f.Value.String(), po)
+			if err != nil {
+				return err
+			}
+			f.Value.Set(p)
 		}
 		return run(cmd, args)
 	}

@@ -14,23 +14,26 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdna-go/xdna/cmd/internal/cli"
+	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/tokenizer"
 	"github.com/xdna-go/xdna/server"
 )
 
 type serveOptions struct {
 	loadOptions
-	host     string
-	port     int
-	apiKey   string
-	parallel int
-	queue    int
-	maxBody  int64
-	alias    string
-	pull     pullOptions
-	stderr   io.Writer
-	ready    func(addr string) // test hook: called with the address once listening
-	noSignal bool              // test hook: do not catch SIGINT/SIGTERM
+	host         string
+	port         int
+	apiKey       string
+	parallel     int
+	queue        int
+	maxBody      int64
+	alias        string
+	chatTemplate string
+	pull         pullOptions
+	stderr       io.Writer
+	ready        func(addr string) // test hook: called with the address once listening
+	noSignal     bool              // test hook: do not catch SIGINT/SIGTERM
 }
 
 func newServeCmd() *cobra.Command {
@@ -67,6 +70,7 @@ pulled into the store first if it is not there yet.`,
 	f.IntVar(&o.parallel, "parallel", 1, "requests generating at once")
 	f.IntVar(&o.queue, "queue", 16, "requests that may wait for a slot; more get 503")
 	f.Int64Var(&o.maxBody, "max-body", 1<<20, "request body limit in bytes; larger get 413")
+	f.StringVar(&o.chatTemplate, "chat-template", "", "a template family name as llama.cpp's (chatml, llama3, ...) or a file holding a Jinja template (default: the model's)")
 	f.StringVar(&o.alias, "alias", "", "model id served by /v1/models (default: the file name or REF)")
 	f.BoolVar(&o.pull.plainHTTP, "plain-http", false, "pull REF over plain HTTP (loopback registries need no flag)")
 	addLoadFlags(cmd, &o.loadOptions)
@@ -97,11 +101,33 @@ func runServe(ctx context.Context, arg string, o *serveOptions) error {
 			id = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(arg), ".zst"), ".xdna")
 		}
 	}
-	l, err := load(path, o.loadOptions)
+	tmpl, err := chatTemplateArg(o.chatTemplate)
+	if err != nil {
+		return err
+	}
+	l, err := load(ctx, path, o.loadOptions)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
+	if l.tok == nil {
+		return fmt.Errorf("%s: the package holds no tokenizer", arg)
+	}
+	// Every slot holds a state of the whole context: check they all fit.
+	if need, err := l.model.StateBytes(l.ctx); err == nil {
+		if avail, src := availableMemory(); avail > 0 && need*int64(o.parallel) > avail {
+			return fmt.Errorf("--parallel %d -c %d: needs %s for the KV caches; %s has %s", o.parallel, l.ctx, cli.Human(need*int64(o.parallel)), src, cli.Human(avail))
+		}
+	}
+	b := &serveBackend{l: l, tmpl: tmpl, states: make(chan *engine.State, o.parallel)}
+	if b.tmpl == "" {
+		name, ok := tokenizer.DetectTemplate(l.tok.Vocab().ChatTemplate)
+		if ok {
+			b.tmpl = name
+		} else {
+			fmt.Fprintf(o.stderr, "xdnarun: no chat template family fits the model's; /v1/chat/completions will refuse (name one with --chat-template)\n")
+		}
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.host, strconv.Itoa(o.port)))
 	if err != nil {
 		return fmt.Errorf("--host %s --port %d: %w", o.host, o.port, err)
@@ -109,7 +135,7 @@ func runServe(ctx context.Context, arg string, o *serveOptions) error {
 	if ip := net.ParseIP(o.host); o.host != "localhost" && (ip == nil || !ip.IsLoopback()) && o.apiKey == "" {
 		fmt.Fprintf(o.stderr, "xdnarun: serving on %s without --api-key: anyone who reaches this address can use the model\n", o.host)
 	}
-	s := server.New(&serveBackend{l: l}, server.Config{
+	s := server.New(b, server.Config{
 		Model: id, APIKey: o.apiKey, Parallel: o.parallel, Queue: o.queue, MaxBody: o.maxBody, Log: o.stderr,
 	})
 	addr := ln.Addr().String()
@@ -150,11 +176,19 @@ func runServe(ctx context.Context, arg string, o *serveOptions) error {
 	return nil
 }
 
-// serveBackend generates with the same code as xdnarun -p.
-type serveBackend struct{ l *loaded }
+// serveBackend generates with the same code as xdnarun -p. It keeps one
+// State per slot (at most --parallel), emptied between requests.
+type serveBackend struct {
+	l      *loaded
+	tmpl   string // chat template family; "": chat refused
+	states chan *engine.State
+}
 
 func (b *serveBackend) ChatPrompt(msgs []tokenizer.Message) (string, error) {
-	return b.l.tok.ChatPrompt(msgs, true)
+	if b.tmpl == "" {
+		return "", fmt.Errorf("the model's chat template: %w (no family of llama.cpp's fits it; start serve with --chat-template)", tokenizer.ErrUnsupported)
+	}
+	return tokenizer.ApplyTemplate(b.tmpl, msgs, true)
 }
 
 func (b *serveBackend) Generate(ctx context.Context, g server.Generation, w io.Writer) (server.Result, error) {
@@ -166,7 +200,20 @@ func (b *serveBackend) Generate(ctx context.Context, g server.Generation, w io.W
 	if len(tokens) >= b.l.ctx {
 		return r, fmt.Errorf("%w: prompt of %d tokens does not fit the context of %d (-c)", server.ErrPrompt, len(tokens), b.l.ctx)
 	}
-	res, err := generate(ctx, b.l, tokens, &genOptions{n: g.MaxTokens, sp: g.Params}, w)
+	var st *engine.State
+	select {
+	case st = <-b.states:
+		st.Truncate(0)
+	default:
+		st = b.l.model.NewState(b.l.ctx)
+	}
+	defer func() {
+		select {
+		case b.states <- st:
+		default:
+		}
+	}()
+	res, err := generate(ctx, b.l, st, tokens, tokens, &genOptions{n: g.MaxTokens, sp: g.Params}, w)
 	if err != nil {
 		return r, err
 	}
@@ -177,4 +224,3 @@ func (b *serveBackend) Generate(ctx context.Context, g server.Generation, w io.W
 	r.Length = (g.MaxTokens >= 0 && n >= g.MaxTokens) || (n > 0 && len(tokens)+n-1 >= b.l.ctx)
 	return r, nil
 }
-

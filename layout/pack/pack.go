@@ -260,6 +260,9 @@ func Run(ctx context.Context, opt *Options) (*Plan, error) {
 		return nil, err
 	}
 	tgt, _ := opt.Catalog.Target(opt.Target)
+	if err := CheckModel(g, plan, tgt.Columns); err != nil {
+		return nil, err
+	}
 	src, err := os.Open(opt.Input)
 	if err != nil {
 		return nil, err

@@ -4,12 +4,14 @@ package registrytest
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,4 +134,100 @@ func FreeHost(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// Proxy forwards TCP connections to a registry and can cut them off after
+// a number of response bytes, as a network that fails mid-download would.
+type Proxy struct {
+	Host   string // 127.0.0.1:PORT to use in place of the registry's
+	target string
+	mu     sync.Mutex
+	budget int64 // response bytes left before the cut; < 0: no cut
+	cuts   int
+}
+
+// StartProxy forwards to target until the test ends.
+func StartProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Host: ln.Addr().String(), target: target, budget: -1}
+	var wg sync.WaitGroup
+	var conns []net.Conn
+	var cmu sync.Mutex
+	t.Cleanup(func() {
+		ln.Close()
+		cmu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		cmu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			cmu.Lock()
+			conns = append(conns, c, s)
+			cmu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); io.Copy(s, c); s.Close() }()
+			go func() { defer wg.Done(); p.relay(c, s); c.Close(); s.Close() }()
+		}
+	}()
+	return p
+}
+
+// CutAfter makes the proxy close the connection once n more response bytes
+// have passed; n < 0 forwards everything.
+func (p *Proxy) CutAfter(n int64) {
+	p.mu.Lock()
+	p.budget = n
+	p.mu.Unlock()
+}
+
+// Cuts returns how many connections the proxy has cut.
+func (p *Proxy) Cuts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cuts
+}
+
+func (p *Proxy) relay(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			cut := false
+			if p.budget >= 0 {
+				if int64(n) > p.budget {
+					n, cut = int(p.budget), true
+					p.budget = -1
+					p.cuts++
+				} else {
+					p.budget -= int64(n)
+				}
+			}
+			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil || cut {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }

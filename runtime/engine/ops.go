@@ -36,22 +36,70 @@ func rmsNorm(y, x, w []float32, eps float32) {
 }
 
 // ropeCache fills cs with the cos/sin pairs of position pos for the
-// rotation pairs i < len(cs)/2, as ggml_rope_cache_init with ext_factor 0
-// and attn_factor 1: theta starts at pos and is multiplied by
-// thetaScale = base^(-2/n_dims) per pair (in float32, so the rounding
-// accumulates as ggml's does), divided by the pair's frequency factor and
-// multiplied by freqScale; cs[2i] = cosf(theta), cs[2i+1] = sinf(theta).
-func ropeCache(cs []float32, pos int, thetaScale, freqScale float32, factors []float32) {
+// rotation pairs i < len(cs)/2, as ggml_rope_cache_init and rope_yarn:
+// theta starts at pos and is multiplied by thetaScale = base^(-2/n_dims)
+// per pair (in float32, so the rounding accumulates as ggml's does) and
+// divided by the pair's frequency factor (theta_extrap); theta_interp is
+// that times freqScale. Without YaRN (y.ext == 0) the angle is theta_interp;
+// with it, the pairs below the correction range keep theta_extrap, those
+// above take theta_interp, with a linear ramp between, and cos and sin are
+// multiplied by y.mscale:
+//
+//	ramp = 1 - clamp((i - y.lo) / max(0.001, y.hi - y.lo), 0, 1)
+//	mix  = ramp * y.ext
+//	t    = theta_interp*(1-mix) + theta_extrap*mix
+//	cs[2i], cs[2i+1] = cosf(t)*y.mscale, sinf(t)*y.mscale
+func ropeCache(cs []float32, pos int, thetaScale, freqScale float32, factors []float32, y yarn) {
 	theta := float32(pos)
 	for i := 0; i < len(cs)/2; i++ {
 		ff := float32(1)
 		if factors != nil {
 			ff = factors[i]
 		}
-		t := freqScale * (theta / ff)
-		cs[2*i] = float32(math.Cos(float64(t)))
-		cs[2*i+1] = float32(math.Sin(float64(t)))
+		extrap := theta / ff
+		t := freqScale * extrap
+		if y.ext != 0 {
+			r := (float32(i) - y.lo) / max(0.001, y.hi-y.lo)
+			mix := (1 - min(1, max(0, r))) * y.ext
+			t = t*(1-mix) + extrap*mix
+		}
+		cs[2*i] = float32(math.Cos(float64(t))) * y.mscale
+		cs[2*i+1] = float32(math.Sin(float64(t))) * y.mscale
 		theta *= thetaScale
+	}
+}
+
+// yarn holds the YaRN parameters of ropeCache: the correction range of
+// pairs [lo, hi], the extrapolation mix ext (0: no YaRN) and the magnitude
+// scale of cos and sin.
+type yarn struct{ lo, hi, ext, mscale float32 }
+
+// noYarn is plain rope.
+var noYarn = yarn{mscale: 1}
+
+// YaRN's defaults in llama.cpp (llama-cparams, llama-model.cpp): the
+// extrapolation factor is 1 when the model's scaling type is yarn, the
+// attention factor 1, beta_fast 32 and beta_slow 1 rotations.
+const (
+	yarnBetaFast = 32
+	yarnBetaSlow = 1
+)
+
+// newYarn computes the YaRN parameters as ggml_rope_yarn_corr_dims and
+// rope_yarn do: the pairs whose wavelength makes betaFast and betaSlow
+// rotations over the original context bound the ramp, and the magnitude is
+// 1 + 0.1*ln(1/freqScale).
+func newYarn(nDims, nCtxOrig int, base, freqScale float32) yarn {
+	corr := func(nRot float32) float32 {
+		return float32(nDims) * float32(math.Log(float64(float32(nCtxOrig)/(nRot*2*math.Pi)))) / (2 * float32(math.Log(float64(base))))
+	}
+	lo := float32(math.Floor(float64(corr(yarnBetaFast))))
+	hi := float32(math.Ceil(float64(corr(yarnBetaSlow))))
+	return yarn{
+		lo:     max(0, lo),
+		hi:     min(float32(nDims-1), hi),
+		ext:    1,
+		mscale: 1 * (1 + 0.1*float32(math.Log(float64(1/freqScale)))),
 	}
 }
 
