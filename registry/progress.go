@@ -1,59 +1,28 @@
 package registry
 
-import (
-	"fmt"
-	"io"
-	"time"
-)
+import "time"
 
-// progress draws a one-line bar on a terminal: label, bytes, percent, rate.
+// progress calls fn with the bytes done of total as they pass, at most
+// every 100 ms, and once at the end (done).
 type progress struct {
-	w      io.Writer
-	label  string
-	total  int64
-	n      int64
-	start  time.Time
-	last   time.Time
-	resume int64
+	fn       func(done, total int64)
+	n, total int64
+	last     time.Time
 }
 
-func newProgress(w io.Writer, label string, total, have int64) *progress {
-	p := &progress{w: w, label: label, total: total, n: have, resume: have, start: time.Now()}
-	p.draw()
+func newProgress(fn func(done, total int64), total, have int64) *progress {
+	p := &progress{fn: fn, total: total, n: have, last: time.Now()}
+	fn(have, total)
 	return p
 }
 
 func (p *progress) Write(b []byte) (int, error) {
 	p.n += int64(len(b))
-	if time.Since(p.last) > 100*time.Millisecond {
-		p.draw()
+	if time.Since(p.last) >= 100*time.Millisecond {
+		p.last = time.Now()
+		p.fn(p.n, p.total)
 	}
 	return len(b), nil
 }
 
-func (p *progress) draw() {
-	p.last = time.Now()
-	const width = 30
-	fill := 0
-	if p.total > 0 {
-		fill = int(int64(width) * p.n / p.total)
-	}
-	bar := make([]byte, width)
-	for i := range bar {
-		bar[i] = ' '
-		if i < fill {
-			bar[i] = '='
-		}
-	}
-	rate := float64(p.n-p.resume) / max(time.Since(p.start).Seconds(), 1e-3) / (1 << 20)
-	pct := 100.0
-	if p.total > 0 {
-		pct = 100 * float64(p.n) / float64(p.total)
-	}
-	fmt.Fprintf(p.w, "\r%s [%s] %.1f/%.1f MiB %3.0f%% %.1f MiB/s ", p.label, bar, float64(p.n)/(1<<20), float64(p.total)/(1<<20), pct, rate)
-}
-
-func (p *progress) done() {
-	p.draw()
-	fmt.Fprintln(p.w)
-}
+func (p *progress) done() { p.fn(p.n, p.total) }

@@ -79,7 +79,7 @@ func Push(ctx context.Context, path, ref string, o Options) (ocispec.Descriptor,
 		defer f.Close()
 		var rd io.Reader = f
 		if o.Progress != nil {
-			p := newProgress(o.Progress, "push "+short(layer.Digest), layer.Size, 0)
+			p := newProgress(o.Progress, layer.Size, 0)
 			defer p.done()
 			rd = io.TeeReader(f, p)
 		}

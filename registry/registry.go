@@ -22,7 +22,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -123,8 +122,10 @@ func IsLoopback(host string) bool {
 
 // Options are the connection settings of a push or pull.
 type Options struct {
-	PlainHTTP bool      // plain HTTP to any registry (loopback ones always)
-	Progress  io.Writer // a terminal to draw a progress bar on, or nil
+	PlainHTTP bool // plain HTTP to any registry (loopback ones always)
+	// Progress, when set, is called with the bytes of the layer moved so
+	// far and its size, every 100 ms or so and at the end.
+	Progress func(done, total int64)
 }
 
 // repository connects to r's repository with the docker config's

@@ -200,7 +200,7 @@ func (s *Store) fetchBlob(ctx context.Context, r Ref, desc ocispec.Descriptor, o
 	}
 	var w io.Writer = io.MultiWriter(f, h)
 	if o.Progress != nil {
-		p := newProgress(o.Progress, "pull "+short(desc.Digest), desc.Size, have)
+		p := newProgress(o.Progress, desc.Size, have)
 		defer p.done()
 		w = io.MultiWriter(w, p)
 	}

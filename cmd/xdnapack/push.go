@@ -2,11 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
+	"github.com/xdna-go/xdna/cmd/internal/cli"
 	"github.com/xdna-go/xdna/registry"
 )
 
@@ -27,10 +26,10 @@ docker login and oras login write them. Pull it with xdnarun pull REF.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f, ok := cmd.ErrOrStderr().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-				o.Progress = f
-			}
+			p := cli.NewProgress(cmd.ErrOrStderr(), "push "+args[1])
+			o.Progress = func(done, total int64) { p.Update(done, total, "") }
 			man, err := registry.Push(cmd.Context(), args[0], args[1], o)
+			p.Done()
 			if err != nil {
 				return err
 			}

@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
+	"github.com/xdna-go/xdna/cmd/internal/cli"
 	"github.com/xdna-go/xdna/registry"
 	"github.com/xdna-go/xdna/runtime/npu/probe"
 )
@@ -72,10 +72,17 @@ func (o *pullOptions) registryOptions() registry.PullOptions {
 		CheckTarget: func(t string) error { return checkTarget(o.device, t, npus) },
 		Log:         o.stderr,
 	}
-	if f, ok := o.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		po.Progress = f
-	}
 	return po
+}
+
+// pull fetches ref into s, drawing the download's progress on stderr.
+func (o *pullOptions) pull(ctx context.Context, s *registry.Store, ref string) (*registry.Model, error) {
+	po := o.registryOptions()
+	p := cli.NewProgress(o.stderr, "pull "+ref)
+	po.Progress = func(done, total int64) { p.Update(done, total, "") }
+	m, err := s.Pull(ctx, ref, po)
+	p.Done()
+	return m, err
 }
 
 // resolveModel returns the file to load for a model argument: the argument
@@ -92,7 +99,7 @@ func resolveModel(ctx context.Context, arg string, o *pullOptions) (string, erro
 	m, err := s.Resolve(arg)
 	if errors.Is(err, registry.ErrNotInStore) {
 		fmt.Fprintf(o.stderr, "xdnarun: %s is not in the store; pulling it\n", arg)
-		m, err = s.Pull(ctx, arg, o.registryOptions())
+		m, err = o.pull(ctx, s, arg)
 	} else if err == nil {
 		po := o.registryOptions()
 		err = po.CheckTarget(m.Annotations[registry.AnnotationTarget])
@@ -126,7 +133,7 @@ than this machine's NPU is refused before it is downloaded.`,
 			if err != nil {
 				return err
 			}
-			m, err := s.Pull(cmd.Context(), args[0], o.registryOptions())
+			m, err := o.pull(cmd.Context(), s, args[0])
 			if err != nil {
 				return err
 			}
