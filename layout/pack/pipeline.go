@@ -28,7 +28,7 @@ import (
 
 // inFlight bounds the bytes of the entries between reading and writing (a
 // variable so that the tests can make entries outgrow it).
-var inFlight int64 = 64 << 20
+var inFlight int64 = 32 << 20
 
 // writeTensors reads, hashes, repacks and writes the tensors of plan, in
 // plan order, appending their manifest entries to m. Its tensor stage is
