@@ -117,7 +117,6 @@ var prompts = map[string]string{
 	"dog":    "The little dog",
 	"pierre": "Pierre said that",
 	"hello":  "Hello world, this is",
-	"bear":   "One day, a big bear found a",
 }
 
 // Tolerances of the golden comparison (see ../shared/fixtures/README.md).
