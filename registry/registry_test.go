@@ -85,6 +85,24 @@ func TestParseRef(t *testing.T) {
 			t.Errorf("LooksLikeRef(%q) = %v", s, got)
 		}
 	}
+	// Plain HTTP: loopback registries always, others only when asked.
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	for _, c := range []struct {
+		ref   string
+		flag  bool
+		plain bool
+	}{
+		{"127.0.0.1:5000/a/b:1", false, true},
+		{"localhost/a/b:1", false, true},
+		{"registry.example.com/a/b:1", false, false},
+		{"registry.example.com/a/b:1", true, true},
+		{"10.1.2.3:5000/a/b:1", false, false},
+	} {
+		repo, err := repository(must(ParseRef(c.ref)), Options{PlainHTTP: c.flag})
+		if err != nil || repo.PlainHTTP != c.plain {
+			t.Errorf("%s --plain-http=%v: plain HTTP %v, %v", c.ref, c.flag, repo.PlainHTTP, err)
+		}
+	}
 	for h, ok := range map[string]bool{"localhost:5000": true, "127.0.0.1:1": true, "127.1.2.3": true, "[::1]:5000": true, "10.0.0.1:5000": false, "ghcr.io": false} {
 		if IsLoopback(h) != ok {
 			t.Errorf("IsLoopback(%q) != %v", h, ok)
