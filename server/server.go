@@ -129,9 +129,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Serve serves on ln until ctx is done, then stops accepting and waits for
-// the requests in flight (queued ones included) to finish before returning.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+// Serve serves on ln until ctx is done, then calls draining (if set),
+// stops accepting and waits for the requests in flight (queued ones
+// included) to finish before returning.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, draining func()) error {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -139,6 +140,9 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	if draining != nil {
+		draining()
 	}
 	// Shutdown closes the listener, then waits for every active connection
 	// to go idle: a streaming reply runs to its end.

@@ -69,7 +69,7 @@ func startServer(t *testing.T, b Backend, c Config) (string, context.CancelFunc,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, New(b, c)) }()
+	go func() { done <- Serve(ctx, ln, New(b, c), nil) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return "http://" + ln.Addr().String(), cancel, done
 }

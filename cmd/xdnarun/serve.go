@@ -157,7 +157,6 @@ func runServe(ctx context.Context, arg string, o *serveOptions) error {
 						fmt.Fprintf(o.stderr, "xdnarun: %v: exiting without draining\n", s)
 						os.Exit(130)
 					}
-					fmt.Fprintf(o.stderr, "xdnarun: %v: draining the requests in flight (again to exit now)\n", s)
 					stop()
 				case <-finished:
 					return
@@ -168,7 +167,11 @@ func runServe(ctx context.Context, arg string, o *serveOptions) error {
 	if o.ready != nil {
 		o.ready(addr)
 	}
-	if err := server.Serve(sctx, ln, s); err != nil {
+	draining := func() {
+		st := s.Stats()
+		fmt.Fprintf(o.stderr, "xdnarun: stopping: draining %d requests in flight and %d queued (a second SIGINT or SIGTERM exits at once)\n", st.Active, st.Waiting)
+	}
+	if err := server.Serve(sctx, ln, s, draining); err != nil {
 		return err
 	}
 	st := s.Stats()
