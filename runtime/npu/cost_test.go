@@ -138,7 +138,7 @@ func TestPredict(t *testing.T) {
 	if st.PrefetchHits < int64((tokens-1)*p.NPUMatrices-1) {
 		t.Errorf("%d prefetch hits of %d prefetches over %d tokens", st.PrefetchHits, st.Prefetches, tokens)
 	}
-	if st.PinnedPeak > 2*npu.DefaultRingSize+2*npu.DefaultIOSize+4*4096 {
+	if st.PinnedPeak > 2*npu.DefaultRingSize+2*npu.DefaultIOSize+4*8192 {
 		t.Errorf("pinned peak %d", st.PinnedPeak)
 	}
 	t.Logf("\n%s%s", p.String(), p.Against(st, tokens))
