@@ -41,6 +41,7 @@ import (
 	"unsafe"
 
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/txn"
 	"github.com/xdna-go/xdna/xclbin"
 )
 
@@ -212,9 +213,9 @@ func (d *Device) init() error {
 	target := ""
 	switch d.meta.Cols {
 	case 4, 5: // Phoenix reports its 5 physical columns; contexts use 4
-		d.info, target = npu.Info{Columns: 4, MaxContexts: 6, MaxInFlight: MaxInFlight}, "xdna1"
+		d.info, target = npu.Info{Gen: txn.NPU1, Columns: 4, MaxContexts: 6, MaxInFlight: MaxInFlight}, "xdna1"
 	case 8:
-		d.info, target = npu.Info{Columns: 8, MaxContexts: 16, MaxInFlight: MaxInFlight}, "xdna2"
+		d.info, target = npu.Info{Gen: txn.NPU2, Columns: 8, MaxContexts: 16, MaxInFlight: MaxInFlight}, "xdna2"
 	default:
 		return fmt.Errorf("AIE array of %d columns: neither XDNA1 (4-5) nor XDNA2 (8)", d.meta.Cols)
 	}

@@ -29,17 +29,18 @@ func TestGEMV(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct {
 		cfg              amdxdnatest.Config
+		ecfg             emu.Config
 		typ              planar.Type
 		n, k, kTile, col int
 		tokens           int
 	}{
-		{amdxdnatest.XDNA2(), planar.Q8_0, 301, 288, 96, 8, 1},
-		{amdxdnatest.XDNA1(), planar.Q4_0, 70, 160, 32, 4, 3},
-		{amdxdnatest.XDNA2(), planar.Q8_0, 1000, 2048, 256, 8, 5}, // several ring chunks
+		{amdxdnatest.XDNA2(), emu.XDNA2(), planar.Q8_0, 301, 288, 96, 8, 1},
+		{amdxdnatest.XDNA1(), emu.XDNA1(), planar.Q4_0, 70, 160, 32, 4, 3},
+		{amdxdnatest.XDNA2(), emu.XDNA2(), planar.Q8_0, 1000, 2048, 256, 8, 5}, // several ring chunks
 	} {
 		m := randomMatrix(t, rng, c.typ, c.n, c.k, c.kTile, c.col)
 		d, k := open(t, c.cfg)
-		ed := emu.New(emu.Config{Columns: c.col})
+		ed := emu.New(c.ecfg)
 		defer ed.Close()
 		bd, be, bc := backend(t, d, m, nil), backend(t, ed, m, nil), backend(t, nil, m, nil)
 		x := randomX(rng, c.tokens*c.k)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
+	"github.com/xdna-go/xdna/runtime/npu/emu"
 )
 
 // Exec is the firmware's half: it executes one command's instruction
@@ -21,8 +22,9 @@ type Exec func(instr []byte, words int, args [][]byte, t Target) error
 
 // Target is what the executing context is.
 type Target struct {
-	DevGen  int // 3 npu1, 4 npu2
-	Columns int // columns of the context (num_tiles / 4)
+	DevGen  int              // 3 npu1, 4 npu2
+	Columns int              // columns of the context (num_tiles / 4)
+	Kernel  emu.ColumnKernel // the selected CU's kernel
 }
 
 // Executor is the Exec the fake uses (see handoff.go).
@@ -282,7 +284,7 @@ func (k *Kernel) execute(c *client, x *hwctx, cmd *command, s *bo) (npu.State, s
 		}
 		args[i] = b.bytes()[uintptr(va)-uintptr(b.mem):]
 	}
-	if err := Executor(instr, int(p.Words), args, Target{DevGen: k.cfg.DevGen, Columns: x.columns}); err != nil {
+	if err := Executor(instr, int(p.Words), args, Target{DevGen: k.cfg.DevGen, Columns: x.columns, Kernel: x.kernels[lowBit(p.CUMask)]}); err != nil {
 		return npu.StateError, err.Error()
 	}
 	return npu.StateCompleted, ""

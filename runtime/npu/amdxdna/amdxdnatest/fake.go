@@ -28,6 +28,7 @@ import (
 
 	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
+	"github.com/xdna-go/xdna/runtime/npu/emu"
 )
 
 // Config describes the fake device.
@@ -38,6 +39,9 @@ type Config struct {
 	DevGen      int    // TXN devGen the firmware accepts: 3 npu1, 4 npu2
 	MaxContexts int    // hardware contexts per process (6, 16)
 	NoWaitCmd   bool   // a kernel without WAIT_CMD (ENOTTY): waits go through the syncobj
+	// Kernels makes the column kernel of each configured CU from its PDI
+	// (nil: emu.GoKernels, the Go model).
+	Kernels emu.KernelFactory
 }
 
 // XDNA1 is a Phoenix NPU.
@@ -118,6 +122,7 @@ type hwctx struct {
 	syncobj uint32
 	columns int
 	cus     []*bo // nil until CONFIG_CU
+	kernels []emu.ColumnKernel
 	seq     uint64
 	pending []*command
 	dead    bool
@@ -729,7 +734,12 @@ func (k *Kernel) configHwctx(c *client, a *amdxdna.ConfigHwctx) error {
 		if allZero(b.bytes()) {
 			return fail(syscall.EINVAL, "CONFIG_CU: CU %d: PDI BO %d is empty", i, h)
 		}
+		kern, err := kernelFor(k.cfg.Kernels, b.bytes())
+		if err != nil {
+			return fail(syscall.EINVAL, "CONFIG_CU: CU %d: %v", i, err)
+		}
 		cus = append(cus, b)
+		x.kernels = append(x.kernels, kern)
 	}
 	x.cus = cus
 	return nil
