@@ -1,11 +1,12 @@
 package amdxdna_test
 
 import (
-	"bytes"
+	"io"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/planar"
@@ -62,7 +63,7 @@ func entryOf(name string, m *cpu.Matrix, slot string) layout.TensorEntry {
 }
 
 // backend returns a Backend over dev with an emulator slot for m.
-func backend(t testing.TB, dev npu.Device, m *cpu.Matrix, warn *bytes.Buffer) *npu.Backend {
+func backend(t testing.TB, dev npu.Device, m *cpu.Matrix, warn io.Writer) *npu.Backend {
 	t.Helper()
 	x, err := emu.XCLBin(m.G.Type, m.G.KTile, m.G.Columns)
 	if err != nil {
@@ -101,3 +102,6 @@ func cosine(a, b []float32) float64 {
 	}
 	return ab / math.Sqrt(aa*bb)
 }
+
+// ptrOf is the pointer a uAPI struct's u64 field holds.
+func ptrOf(a uint64) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }

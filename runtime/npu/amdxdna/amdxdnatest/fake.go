@@ -567,9 +567,6 @@ func (k *Kernel) getBOInfo(c *client, a *amdxdna.GetBOInfo) error {
 		return err
 	}
 	a.XDNAAddr, a.VAddr, a.MapOffset = b.xdna, 0, b.mapOff
-	if b.typ == amdxdna.BODev {
-		a.MapOffset = 0
-	}
 	return nil
 }
 
@@ -752,4 +749,16 @@ func allZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// Mem returns the memory of BO handle of the client on fd (tests use it to
+// read or corrupt a packet on its way to the driver); nil if there is none.
+func (k *Kernel) Mem(fd int, handle uint32) []byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	c := k.files[fd]
+	if c == nil || c.bos[handle] == nil || c.bos[handle].mem == nil {
+		return nil
+	}
+	return c.bos[handle].bytes()
 }
