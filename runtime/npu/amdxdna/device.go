@@ -115,14 +115,17 @@ type Dispatch struct {
 // Device is an NPU driven directly through the amdxdna ioctls. It is safe
 // for concurrent use.
 type Device struct {
-	mu      sync.Mutex
-	k       Kernel
-	fd      int
-	path    string
-	info    npu.Info
-	meta    AIEMetadata
-	heap    gem
-	resv    [2]struct{ p unsafe.Pointer; n uintptr } // unused parts of the heap reservation, unmapped after MAP_FIXED
+	mu   sync.Mutex
+	k    Kernel
+	fd   int
+	path string
+	info npu.Info
+	meta AIEMetadata
+	heap gem
+	resv [2]struct {
+		p unsafe.Pointer
+		n uintptr
+	} // unused parts of the heap reservation, unmapped after MAP_FIXED
 	ctxs    []*hwctx
 	bos     map[npu.BO]*buffer
 	nextBO  npu.BO

@@ -65,7 +65,6 @@ func (w fileWeights) Vector(name string) ([]float32, bool, error) {
 	return v, true, nil
 }
 
-
 type golden struct {
 	PromptTokens []int32 `json:"prompt_tokens"`
 	Steps        []struct {

@@ -1,8 +1,8 @@
 package amdxdna_test
 
 import (
-	"io"
 	"encoding/binary"
+	"io"
 	"math"
 	"math/rand/v2"
 	"testing"

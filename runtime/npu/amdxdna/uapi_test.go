@@ -63,7 +63,7 @@ var layouts = []struct {
 
 // ioctls lists every request number as C macro -> Go constant.
 var ioctls = []struct {
-	c  string
+	c   string
 	go_ uintptr
 }{
 	{"DRM_IOCTL_AMDXDNA_CREATE_HWCTX", IoctlCreateHwctx},
@@ -84,7 +84,7 @@ var ioctls = []struct {
 
 // consts lists enum values and macros as C name -> Go value.
 var consts = []struct {
-	c  string
+	c   string
 	go_ int64
 }{
 	{"AMDXDNA_BO_SHMEM", BOShmem}, {"AMDXDNA_BO_DEV_HEAP", BODevHeap}, {"AMDXDNA_BO_DEV", BODev}, {"AMDXDNA_BO_CMD", BOCmd},
