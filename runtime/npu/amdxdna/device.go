@@ -137,6 +137,16 @@ type Device struct {
 	closed  bool
 }
 
+// ChainError reports a chain that finished in a state other than
+// COMPLETED: the dispatches before Index completed.
+type ChainError struct {
+	*npu.RunError
+	Index int // the failed dispatch
+}
+
+// Unwrap returns the RunError.
+func (e *ChainError) Unwrap() error { return e.RunError }
+
 var _ npu.Device = (*Device)(nil)
 
 // Open opens the index-th amdxdna device under /dev/accel (in name order,
@@ -722,14 +732,17 @@ func (d *Device) Wait(h npu.Run, timeout time.Duration) error {
 		return nil
 	}
 	e := &npu.RunError{Run: h, State: hd.State}
-	if r.n > 1 {
-		ch, err := ParseChain(r.head.host)
-		if err == nil {
-			e.Msg = fmt.Sprintf("chain of %d dispatches failed at dispatch %d", r.n, ch.ErrorIndex)
-		}
+	if r.n == 1 {
+		d.finish(h, r, e)
+		return e
 	}
+	ce := &ChainError{RunError: e} // no valid index: count the whole chain failed
+	if ch, err := ParseChain(r.head.host); err == nil && int(ch.ErrorIndex) < r.n {
+		ce.Index = int(ch.ErrorIndex)
+	}
+	e.Msg = fmt.Sprintf("chain of %d dispatches failed at dispatch %d", r.n, ce.Index)
 	d.finish(h, r, e)
-	return e
+	return ce
 }
 
 // waitSeq waits for the run's point on the context's timeline.

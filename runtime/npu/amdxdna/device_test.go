@@ -1,6 +1,10 @@
 package amdxdna_test
 
 import (
+	"errors"
+	"strings"
+
+	"github.com/xdna-go/xdna/runtime/npu"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -62,5 +66,104 @@ func TestGEMV(t *testing.T) {
 		}
 		t.Logf("%v %dx%d x%d on %d columns: %d submissions, %d commands, cosine vs CPU %.7f",
 			c.typ, c.n, c.k, c.tokens, c.col, k.Stats().Submissions, k.Stats().Commands, cosine(yd, yc))
+	}
+}
+
+// TestFaults: a command that never finishes (the wait times out) and one
+// that finishes in state ERROR each end in the Backend's one-warning CPU
+// fallback, with the CPU's outputs, on the plain device and on the
+// syncobj wait path; Close then releases everything (the hung command is
+// aborted with its context).
+func TestFaults(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	m := randomMatrix(t, rng, planar.Q8_0, 300, 512, 128, 8)
+	x := randomX(rng, m.G.K)
+	want := make([]float32, m.G.N)
+	backend(t, nil, m, nil).MatVec("w", m, x, want)
+	for _, c := range []struct {
+		name   string
+		fault  amdxdnatest.Fault
+		noWait bool
+		msg    string
+	}{
+		{"timeout", amdxdnatest.FaultHang, false, "command timed out"},
+		{"error state", amdxdnatest.FaultError, false, "finished ERROR"},
+		{"timeout, syncobj wait", amdxdnatest.FaultHang, true, "command timed out"},
+		{"error state, syncobj wait", amdxdnatest.FaultError, true, "finished ERROR"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := amdxdnatest.XDNA2()
+			cfg.NoWaitCmd = c.noWait
+			d, k := open(t, cfg)
+			var warn strings.Builder
+			b := backend(t, d, m, &warn)
+			y := make([]float32, m.G.N)
+			b.MatVec("w", m, x, y) // completes: the device works
+			if b.Stats().Faults != 0 {
+				t.Fatalf("first call faulted: %s", warn.String())
+			}
+			k.InjectFault(k.Stats().Submissions+1, c.fault)
+			for range 3 {
+				clear(y)
+				b.MatVec("w", m, x, y)
+				if !slices.Equal(y, want) {
+					t.Fatal("output after the fault differs from the CPU's")
+				}
+			}
+			st := b.Stats()
+			if st.Faults != 1 || strings.Count(warn.String(), "every later matmul on the CPU") != 1 || !strings.Contains(warn.String(), c.msg) {
+				t.Errorf("faults %d, warning %q", st.Faults, warn.String())
+			}
+			if fs := k.Stats(); (c.noWait && (fs.SyncobjWait == 0 || fs.Waits != 0)) || (!c.noWait && (fs.Waits == 0 || fs.SyncobjWait != 0)) {
+				t.Errorf("waits: %d WAIT_CMD, %d SYNCOBJ_TIMELINE_WAIT", fs.Waits, fs.SyncobjWait)
+			}
+			t.Logf("%s", strings.TrimSpace(warn.String()))
+			b.Close()
+		})
+	}
+}
+
+// TestLimits: commands in flight and contexts are refused by the Device
+// before the driver would block or fail.
+func TestLimits(t *testing.T) {
+	d, _ := open(t, amdxdnatest.XDNA1())
+	for i := range 6 {
+		x, err := emu.XCLBin(planar.Q8_0, 32*(i+1), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.LoadKernel(x, "MLIR_AIE"); err != nil {
+			t.Fatalf("context %d: %v", i+1, err)
+		}
+		if k2, err := d.LoadKernel(x, "MLIR_AIE"); err != nil || int(k2) != i+1 {
+			t.Fatalf("reload of context %d: %d %v", i+1, k2, err)
+		}
+	}
+	x, _ := emu.XCLBin(planar.Q4_0, 32, 4)
+	if _, err := d.LoadKernel(x, "MLIR_AIE"); !errors.Is(err, npu.ErrContextLimit) {
+		t.Errorf("7th context: %v", err)
+	}
+	x, _ = emu.XCLBin(planar.Q4_0, 32, 8)
+	if _, err := d.LoadKernel(x, "MLIR_AIE"); err == nil || !strings.Contains(err.Error(), "8 columns wide") {
+		t.Errorf("8-column design on XDNA1: %v", err)
+	}
+	ins, _ := d.Alloc(npu.BOInstr, 4096)
+	bo, _ := d.Alloc(npu.BOData, 4096)
+	for i := range 4 {
+		if _, err := d.Run(1, npu.OpcodeTxn, ins, 4, bo); err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+	}
+	if _, err := d.Run(1, npu.OpcodeTxn, ins, 4, bo); !errors.Is(err, npu.ErrInFlight) {
+		t.Errorf("5th run: %v", err)
+	}
+	if err := d.Sync(bo, npu.ToDevice, 0, 16); !errors.Is(err, npu.ErrBusy) {
+		t.Errorf("sync of a busy buffer: %v", err)
+	}
+	if err := d.Free(bo); !errors.Is(err, npu.ErrBusy) {
+		t.Errorf("free of a busy buffer: %v", err)
+	}
+	if _, err := d.Run(1, npu.OpcodeTxn, bo, 4, ins); err == nil {
+		t.Error("data buffer as instructions accepted")
 	}
 }

@@ -328,6 +328,7 @@ func (k *Kernel) waitCmd(c *client, a *amdxdna.WaitCmd) error {
 	if err != nil {
 		return err
 	}
+	k.stats.Waits++
 	return k.wait(c, x, a.Seq, "WAIT_CMD")
 }
 
@@ -354,6 +355,7 @@ func (k *Kernel) syncobjWait(c *client, a *amdxdna.SyncobjTimelineWait) error {
 	case a.Handles == 0 || a.Points == 0:
 		return fail(syscall.EFAULT, "SYNCOBJ_TIMELINE_WAIT: handles or points NULL")
 	}
+	k.stats.SyncobjWait++
 	h := *(*uint32)(ptr(a.Handles))
 	x := c.syncobjs[h]
 	if x == nil {

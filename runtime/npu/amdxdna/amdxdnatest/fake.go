@@ -84,6 +84,8 @@ type Stats struct {
 	Completed   int64 // submissions finished COMPLETED
 	Failed      int64 // submissions finished in another state
 	Syncs       int64
+	Waits       int64 // WAIT_CMD calls
+	SyncobjWait int64 // SYNCOBJ_TIMELINE_WAIT calls
 }
 
 // Kernel is the fake. It is safe for concurrent use.
