@@ -19,6 +19,7 @@ import (
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna/amdxdnatest"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
 )
@@ -108,8 +109,9 @@ func decode(t *testing.T, f *layout.File, g *golden, mm engine.MatMul) ([]int32,
 // TestGoldens decodes every golden prompt greedily with the package's
 // NPU-planned matrices on the Device over the fake driver (the whole
 // --device npu path: contexts, CONFIG_CU, heap, DEV/SHMEM/CMD BOs,
-// ERT_START_CU, TXN streams executed by the emulator) and on the CPU:
-// the tokens must be identical, the logits within the emulator's cosine.
+// ERT_START_CU, TXN streams executed by the emulator), once more with
+// ERT_CMD_CHAIN submissions (Chaining), and on the CPU: the tokens must be
+// identical, the logits within the emulator's cosine.
 func TestGoldens(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(fixtures, "golden", "*.json"))
 	if len(files) == 0 {
@@ -119,8 +121,16 @@ func TestGoldens(t *testing.T) {
 	for _, gf := range files {
 		base := strings.TrimSuffix(filepath.Base(gf), ".json")
 		model, _, _ := strings.Cut(base, ".")
-		for _, target := range []string{"xdna1", "xdna2"} {
-			t.Run(base+"/"+target, func(t *testing.T) {
+		for _, v := range []struct {
+			target string
+			chains bool
+		}{{"xdna1", false}, {"xdna2", false}, {"xdna2", true}} {
+			target := v.target
+			name := base + "/" + target
+			if v.chains {
+				name += "-chains"
+			}
+			t.Run(name, func(t *testing.T) {
 				var g golden
 				b, err := os.ReadFile(gf)
 				if err != nil {
@@ -154,7 +164,15 @@ func TestGoldens(t *testing.T) {
 					t.Fatal(err)
 				}
 				var warn strings.Builder
-				be, err := npu.NewBackend(d, mf.Tensors, slots, nil, npu.Options{Warn: &warn, Timeout: 2e9})
+				var dev npu.Device = d
+				if v.chains {
+					dev = amdxdna.NewChaining(d, 0)
+				}
+				opt := npu.Options{Warn: &warn, Timeout: 2e9}
+				if v.chains {
+					opt.RingSize = 64 << 10 // small staging buffers: a call takes several dispatches, which chain
+				}
+				be, err := npu.NewBackend(dev, mf.Tensors, slots, nil, opt)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -190,8 +208,11 @@ func TestGoldens(t *testing.T) {
 						gold++
 					}
 				}
-				t.Logf("%d NPU matrices, %d NPU calls, %d submissions, %d commands executed; %d tokens identical to the CPU; %d/%d equal to llama.cpp's golden; worst cosine %.7f",
-					onNPU, st.NPUCalls, fs.Submissions, fs.Commands, len(got), gold, len(g.Steps), worst)
+				if v.chains && fs.Commands > fs.Submissions && fs.Chains == 0 {
+					t.Errorf("chaining: %d commands in %d submissions but no chain", fs.Commands, fs.Submissions)
+				}
+				t.Logf("%d NPU matrices, %d NPU calls, %d submissions (%d chains), %d commands executed; %d tokens identical to the CPU; %d/%d equal to llama.cpp's golden; worst cosine %.7f",
+					onNPU, st.NPUCalls, fs.Submissions, fs.Chains, fs.Commands, len(got), gold, len(g.Steps), worst)
 			})
 		}
 	}
