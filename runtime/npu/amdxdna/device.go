@@ -151,16 +151,30 @@ var _ npu.Device = (*Device)(nil)
 
 // Open opens the index-th amdxdna device under /dev/accel (in name order,
 // devices of other drivers skipped) through the real system calls.
-func Open(index int) (*Device, error) {
+func Open(index int) (*Device, error) { return OpenIndex(Sys{}, index) }
+
+// Lister is a Kernel that lists its accel devices itself (a fake driver);
+// for others OpenIndex globs /dev/accel/accel*.
+type Lister interface {
+	Devices() []string
+}
+
+// OpenIndex opens the index-th amdxdna device through k.
+func OpenIndex(k Kernel, index int) (*Device, error) {
 	if index < 0 {
 		return nil, fmt.Errorf("amdxdna: device index %d", index)
 	}
-	paths, _ := filepath.Glob("/dev/accel/accel*")
+	var paths []string
+	if l, ok := k.(Lister); ok {
+		paths = l.Devices()
+	} else {
+		paths, _ = filepath.Glob("/dev/accel/accel*")
+	}
 	sort.Strings(paths)
 	var errs []string
 	n := 0
 	for _, p := range paths {
-		d, err := OpenWith(Sys{}, p)
+		d, err := OpenWith(k, p)
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
@@ -173,6 +187,9 @@ func Open(index int) (*Device, error) {
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w (%s)", ErrNoDevice, strings.Join(errs, "; "))
+	}
+	if n > 0 {
+		return nil, fmt.Errorf("%w: index %d of %d devices", ErrNoDevice, index, n)
 	}
 	return nil, ErrNoDevice
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -166,4 +167,32 @@ func TestLimits(t *testing.T) {
 	if _, err := d.Run(1, npu.OpcodeTxn, bo, 4, ins); err == nil {
 		t.Error("data buffer as instructions accepted")
 	}
+}
+
+// TestOpenIndex: the device list comes from a Lister kernel; without a
+// device, or past the last one, the error matches ErrNoDevice.
+func TestOpenIndex(t *testing.T) {
+	fk := amdxdnatest.New(amdxdnatest.XDNA2())
+	d, err := amdxdna.OpenIndex(fk, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := d.Info(); in.Name != "amdxdna:accel0 xdna2" {
+		t.Errorf("name %q", in.Name)
+	}
+	d.Close()
+	if _, err := amdxdna.OpenIndex(fk, 1); !errors.Is(err, amdxdna.ErrNoDevice) {
+		t.Errorf("index 1: %v", err)
+	}
+	// The real system: this machine has no NPU unless /dev/accel says so.
+	d, err = amdxdna.Open(0)
+	if err != nil {
+		if !errors.Is(err, amdxdna.ErrNoDevice) {
+			t.Fatalf("Open(0): %v, want ErrNoDevice or a device", err)
+		}
+		t.Logf("Open(0) here: %v", err)
+		return
+	}
+	t.Logf("Open(0) here: %s, %+v", d.Info().Name, d.Metadata())
+	d.Close()
 }

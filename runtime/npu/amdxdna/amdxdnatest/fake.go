@@ -57,6 +57,9 @@ func XDNA2() Config {
 // Path is the device path the fake answers to.
 const Path = "/dev/accel/accel0"
 
+// Devices lists the fake's one device (amdxdna.Lister).
+func (k *Kernel) Devices() []string { return []string{Path} }
+
 // Fault is an injected failure of one submission.
 type Fault uint8
 
