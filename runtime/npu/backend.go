@@ -783,18 +783,7 @@ func (b *Backend) submit(mt *mat, d *ioDispatch, ri int) error {
 		return err
 	}
 	p := b.params(mt, d)
-	gv := &b.gemv
-	*gv = txn.GEMV{Gen: b.info.Gen, Weights: gv.Weights[:0], Outs: gv.Outs[:0], Header: d.hdr,
-		Records: txn.Range{Off: d.hdr + ParamsBytes, Bytes: p.ActBytes()}, RowChunks: p.RowChunks,
-		MaxBDBytes: b.opt.MaxBDBytes}
-	woff := 0
-	for c := range p.Rows {
-		wb := p.WeightBytes(c)
-		gv.Weights = append(gv.Weights, txn.Range{Off: woff, Bytes: wb})
-		gv.Outs = append(gv.Outs, txn.Range{Off: d.outs[c], Bytes: p.OutBytes(c)})
-		woff += wb
-	}
-	w, cnt, err := gv.Build()
+	w, cnt, err := buildStream(&b.gemv, &p, d, b.info.Gen, b.opt.MaxBDBytes)
 	if err != nil {
 		return fmt.Errorf("dispatch %d: %w", b.seq+1, err)
 	}
@@ -823,6 +812,50 @@ func (b *Backend) submit(mt *mat, d *ioDispatch, ri int) error {
 	b.inflight = append(b.inflight, flight{b.seq, r})
 	in.seq, b.ring[ri].seq, b.lastRing = b.seq, b.seq, ri
 	return nil
+}
+
+// buildStream builds into gv the TXN stream of dispatch d with header p:
+// the columns' runs back to back from the start of the staging buffer,
+// the header and records at d.hdr, the outputs at d.outs.
+func buildStream(gv *txn.GEMV, p *Params, d *ioDispatch, gen txn.Gen, maxBD int) ([]uint32, txn.Counts, error) {
+	*gv = txn.GEMV{Gen: gen, Weights: gv.Weights[:0], Outs: gv.Outs[:0], Header: d.hdr,
+		Records: txn.Range{Off: d.hdr + ParamsBytes, Bytes: p.ActBytes()}, RowChunks: p.RowChunks,
+		MaxBDBytes: maxBD}
+	woff := 0
+	for c := range p.Rows {
+		wb := p.WeightBytes(c)
+		gv.Weights = append(gv.Weights, txn.Range{Off: woff, Bytes: wb})
+		gv.Outs = append(gv.Outs, txn.Range{Off: d.outs[c], Bytes: p.OutBytes(c)})
+		woff += wb
+	}
+	return gv.Build()
+}
+
+// FirstStream returns the TXN stream of the first dispatch of a call of
+// tokens tokens on matrix g on a device of generation gen, with staging
+// and I/O buffers of the default sizes, as the Backend submits it (the
+// buffer addresses left to the patches), and its parameter header.
+func FirstStream(g planar.Geometry, gen txn.Gen, tokens int) ([]uint32, Params, txn.Counts, error) {
+	chunks, err := PlanChunks(g, DefaultRingSize)
+	if err != nil {
+		return nil, Params{}, txn.Counts{}, err
+	}
+	if tokens < 1 {
+		return nil, Params{}, txn.Counts{}, fmt.Errorf("npu: %d tokens", tokens)
+	}
+	var l ioLayout
+	planIO(g, chunks, min(tokens, ioTokens(g, chunks, DefaultIOSize, tokens)), &l)
+	d := &l.d[0]
+	ch := chunks[d.ci]
+	var rows []int
+	for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {
+		_, n := g.GroupRows(c)
+		rows = append(rows, n)
+	}
+	p := NewParams(g.Type, g.KTile, ch.Tiles, d.ts, rows)
+	var gv txn.GEMV
+	w, cnt, err := buildStream(&gv, &p, d, gen, 0)
+	return w, p, cnt, err
 }
 
 // waitSeq waits for every submission up to seq.

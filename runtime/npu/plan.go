@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/runtime/npu/txn"
 )
 
 // ErrTooLarge reports a matrix one of whose tiles does not fit in a staging
@@ -158,6 +159,29 @@ func Dispatches(g planar.Geometry, tokens, ringSize, ioSize int) (int, error) {
 		n += len(chunks) * ((tb + MaxTokens - 1) / MaxTokens)
 	}
 	return n, nil
+}
+
+// StreamCounts returns what Dispatches counts plus the TXN words and shim
+// BDs of those dispatches' streams (txn.GEMVWords: one BD per run, as the
+// Backend's buffers never need a split).
+func StreamCounts(g planar.Geometry, tokens, ringSize, ioSize int) (dispatches, words, bds int, err error) {
+	ringSize, ioSize = orDefault(ringSize, DefaultRingSize), orDefault(ioSize, DefaultIOSize)
+	chunks, err := PlanChunks(g, ringSize)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	per := ioTokens(g, chunks, ioSize, tokens)
+	var l ioLayout
+	for t0 := 0; t0 < tokens; t0 += per {
+		planIO(g, chunks, min(per, tokens-t0), &l)
+		for _, d := range l.d {
+			cols := chunks[d.ci].Groups
+			dispatches++
+			words += txn.GEMVWords(cols)
+			bds += 2*cols + 2
+		}
+	}
+	return dispatches, words, bds, nil
 }
 
 func orDefault(v, d int) int {
