@@ -16,18 +16,18 @@ import (
 	"github.com/xdna-go/xdna/runtime/npu/emu"
 )
 
-// submitUS is the part of a dispatch's cost that a chain saves for every
-// dispatch but its first: the submission. npu-contract.md section 7: XRT
-// dispatch ~150 us on XDNA2, ~110 us of it submission (QVAC HANDOFF.md);
-// no XDNA1 figure exists, so the same 110 us is assumed there.
-const submitUS = 110
-
-// predictChained is the cost model's prediction with the per-submission
-// cost saved for every dispatch beyond the first of each submission:
-// Total = CPU + Switch + max(Dispatch - (D-S)*submit + Stream, Stage).
-func predictChained(p npu.Prediction, submissions int) time.Duration {
-	saved := time.Duration(p.Dispatches-submissions) * submitUS * time.Microsecond
-	return p.CPU + p.Switch + max(p.Dispatch-saved+p.Stream, p.Stage)
+// predictSubmissions is the cost model's time per token when D
+// dispatches go out in S submissions on the direct driver: the first
+// dispatch of each submission pays the sequential EXEC_CMD + wait round
+// trip, every other one the pipelined per-op cost (npu.SubmitPaths: 56
+// and 41.2 us, XNPU's XDNA2 figures, npu-contract.md section 7):
+// Total = CPU + Switch + max(S*56us + (D-S)*41.2us + Stream, Stage).
+func predictSubmissions(p npu.Prediction, submissions int) time.Duration {
+	paths := npu.SubmitPaths(p.Target)
+	seq, piped := paths[0].DispatchUS, paths[1].DispatchUS
+	us := float64(submissions)*seq + float64(p.Dispatches-submissions)*piped
+	d := time.Duration(us * 1e3)
+	return p.CPU + p.Switch + max(d+p.Stream, p.Stage)
 }
 
 // TestDispatchCount05B counts, on the fake driver, the dispatches (START_CU
@@ -117,11 +117,11 @@ func TestDispatchCount05B(t *testing.T) {
 		sTok := float64(s2.Submissions-s1.Submissions) / decode
 		line := fmt.Sprintf("%s, %s: prompt of %d tokens %d dispatches in %d submissions; decode %.1f dispatches/token in %.1f submissions/token",
 			mf.Package.Target, mode, prompt, s1.Commands-s0.Commands, s1.Submissions-s0.Submissions, dTok, sTok)
-		if chains {
-			line += fmt.Sprintf("; predicted (cost model, chain saves %d us per chained dispatch) %.2f ms/token", submitUS,
-				float64(predictChained(pred, int(sTok+0.5)))/1e6)
-		} else {
-			line += fmt.Sprintf("; predicted (cost model) %.2f ms/token for %d dispatches", pred.MsPerToken(), pred.Dispatches)
+		line += fmt.Sprintf("; predicted (cost model, direct driver, %d submissions) %.2f ms/token", int(sTok+0.5),
+			float64(predictSubmissions(pred, int(sTok+0.5)))/1e6)
+		if !chains {
+			line += fmt.Sprintf(" (XRT path, catalog's %.0f us/dispatch: %.2f ms/token; every dispatch pipelined at %.1f us: %.2f ms/token)",
+				tg.DispatchUS, pred.MsPerToken(), pred.Paths[1].DispatchUS, float64(pred.Paths[1].Total)/1e6)
 			if int(dTok+0.5) != pred.Dispatches {
 				t.Errorf("measured %.1f dispatches per decode token, the cost model counts %d", dTok, pred.Dispatches)
 			}
