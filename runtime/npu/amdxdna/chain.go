@@ -85,30 +85,30 @@ func (c *Chaining) uses(bo npu.BO) bool {
 	return false
 }
 
+// flushFor submits the recorded dispatches if one uses bo.
+func (c *Chaining) flushFor(bo npu.BO) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.uses(bo) {
+		return c.flush()
+	}
+	return nil
+}
+
 // Sync submits the recorded dispatches first if one uses bo (the device
 // then refuses the sync while they run, as it must).
 func (c *Chaining) Sync(bo npu.BO, dir npu.Direction, offset, size int) error {
-	c.mu.Lock()
-	if c.uses(bo) {
-		if err := c.flush(); err != nil {
-			c.mu.Unlock()
-			return err
-		}
+	if err := c.flushFor(bo); err != nil {
+		return err
 	}
-	c.mu.Unlock()
 	return c.d.Sync(bo, dir, offset, size)
 }
 
 // Free submits the recorded dispatches first if one uses bo.
 func (c *Chaining) Free(bo npu.BO) error {
-	c.mu.Lock()
-	if c.uses(bo) {
-		if err := c.flush(); err != nil {
-			c.mu.Unlock()
-			return err
-		}
+	if err := c.flushFor(bo); err != nil {
+		return err
 	}
-	c.mu.Unlock()
 	return c.d.Free(bo)
 }
 
