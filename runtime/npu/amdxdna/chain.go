@@ -173,7 +173,9 @@ func (c *Chaining) Wait(r npu.Run, timeout time.Duration) error {
 		return fmt.Errorf("amdxdna: wait: run %d: %w", r, npu.ErrHandle)
 	}
 	if !cr.done {
+		c.mu.Unlock() // a prefetch may Sync other buffers meanwhile
 		err := c.d.Wait(cr.dev, timeout)
+		c.mu.Lock()
 		if errors.Is(err, npu.ErrTimeout) && !isRunError(err) {
 			return err // still running: wait again later
 		}

@@ -724,19 +724,28 @@ func (d *Device) Submissions() int64 {
 // Wait waits up to timeout for the run, then reads the final state from
 // its packet: COMPLETED is success, anything else a *npu.RunError naming
 // the state. A run that did not finish in time can be waited for again.
+// The device is not locked during the wait: other calls (a prefetch's
+// Sync of another buffer) go on; the run's own buffers stay refused.
 func (d *Device) Wait(h npu.Run, timeout time.Duration) error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.closed {
+		d.mu.Unlock()
 		return npu.ErrClosed
 	}
 	r := d.runs[h]
 	if r == nil {
+		d.mu.Unlock()
 		return fmt.Errorf("amdxdna: wait: run %d: %w", h, npu.ErrHandle)
 	}
-	// The lock is held across the wait: the Backend serialises its calls,
-	// and a concurrent Free or Sync of the run's buffers must not slip in.
-	if err := d.waitSeq(r, timeout); err != nil {
+	hwctx, syncobj, useSyncobj := r.ctx.handle, r.ctx.syncobj, d.syncobj
+	d.mu.Unlock()
+	err := d.waitSeq(hwctx, syncobj, r.seq, useSyncobj, timeout)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed || d.runs[h] != r {
+		return npu.ErrClosed // closed (and the run aborted) while waiting
+	}
+	if err != nil {
 		if errors.Is(err, syscall.ETIME) || errors.Is(err, syscall.ETIMEDOUT) {
 			return fmt.Errorf("amdxdna: run %d not finished after %v: %w", h, timeout, npu.ErrTimeout)
 		}
@@ -762,21 +771,24 @@ func (d *Device) Wait(h npu.Run, timeout time.Duration) error {
 	return ce
 }
 
-// waitSeq waits for the run's point on the context's timeline.
-func (d *Device) waitSeq(r *run, timeout time.Duration) error {
-	if !d.syncobj {
+// waitSeq waits for point seq on a context's timeline: WAIT_CMD, or the
+// timeline syncobj on kernels without it (then for good).
+func (d *Device) waitSeq(hwctx, syncobj uint32, seq uint64, useSyncobj bool, timeout time.Duration) error {
+	if !useSyncobj {
 		ms := uint32(min(max((timeout+time.Millisecond-1)/time.Millisecond, 1), 1<<31))
-		w := WaitCmd{Hwctx: r.ctx.handle, Timeout: ms, Seq: r.seq}
+		w := WaitCmd{Hwctx: hwctx, Timeout: ms, Seq: seq}
 		err := d.ioctl(IoctlWaitCmd, unsafe.Pointer(&w))
 		if !errors.Is(err, syscall.ENOTTY) {
 			return err
 		}
-		d.syncobj = true // a kernel without WAIT_CMD: wait on the syncobj from now on
+		d.mu.Lock()
+		d.syncobj = true
+		d.mu.Unlock()
 	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
-	handle, point := r.ctx.syncobj, r.seq
-	w := SyncobjTimelineWait{Handles: addr(&pin, &handle), Points: addr(&pin, &point),
+	point := seq
+	w := SyncobjTimelineWait{Handles: addr(&pin, &syncobj), Points: addr(&pin, &point),
 		TimeoutNsec: d.k.Monotonic() + int64(timeout), CountHandles: 1, Flags: SyncobjWaitForSubmit}
 	return d.ioctl(IoctlSyncobjTimelineWait, unsafe.Pointer(&w))
 }

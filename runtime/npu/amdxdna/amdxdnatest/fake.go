@@ -705,7 +705,9 @@ func (k *Kernel) configHwctx(c *client, a *amdxdna.ConfigHwctx) error {
 	case a.ParamValSize < 16 || a.ParamValSize > maxParamSize:
 		return fail(syscall.EINVAL, "CONFIG_HWCTX: param_val_size %d outside [16, %d]", a.ParamValSize, maxParamSize)
 	}
-	p := unsafe.Slice((*byte)(ptr(a.ParamVal)), a.ParamValSize)
+	// The fixed part first: a size that disagrees with num_cus is refused
+	// before anything past the caller's buffer is read.
+	p := unsafe.Slice((*byte)(ptr(a.ParamVal)), 8)
 	le := binary.LittleEndian
 	n := int(le.Uint16(p))
 	switch {
@@ -713,6 +715,9 @@ func (k *Kernel) configHwctx(c *client, a *amdxdna.ConfigHwctx) error {
 		return fail(syscall.EINVAL, "CONFIG_CU: num_cus %d outside 1..%d", n, amdxdna.MaxCUs)
 	case int(a.ParamValSize) != 8+8*n:
 		return fail(syscall.EINVAL, "CONFIG_CU: param_val_size %d for %d CUs (want %d)", a.ParamValSize, n, 8+8*n)
+	}
+	p = unsafe.Slice((*byte)(ptr(a.ParamVal)), a.ParamValSize)
+	switch {
 	case le.Uint16(p[2:]) != 0 || le.Uint32(p[4:]) != 0:
 		return fail(syscall.EINVAL, "CONFIG_CU: pad after num_cus, MBZ")
 	}
