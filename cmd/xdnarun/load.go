@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/xdna-go/xdna/cmd/internal/cli"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
@@ -41,7 +43,7 @@ type loadOptions struct {
 	warn     io.Writer // device warnings (fallback to the CPU)
 }
 
-func load(path string, o loadOptions) (*loaded, error) {
+func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	switch o.device {
 	case "auto", "cpu", "emu", "npu":
 	default:
@@ -52,6 +54,10 @@ func load(path string, o loadOptions) (*loaded, error) {
 	}
 	if o.ctx < 0 {
 		return nil, fmt.Errorf("-c %d: must be >= 0", o.ctx)
+	}
+	path, err := packedPath(ctx, path, o)
+	if err != nil {
+		return nil, err
 	}
 	f, err := layout.Open(path)
 	if err != nil {
@@ -64,22 +70,29 @@ func load(path string, o loadOptions) (*loaded, error) {
 	l := &loaded{file: f}
 	fail := func(err error) (*loaded, error) { f.Close(); return nil, err }
 	m := f.Manifest
-	if m.Tokenizer.Size == 0 {
-		return fail(fmt.Errorf("%s: the package holds no tokenizer", path))
+	var tokens int
+	if m.Tokenizer.Size > 0 {
+		var v tokenizer.Vocab
+		if err := v.UnmarshalBinary(f.Bytes(m.Tokenizer)); err != nil {
+			return fail(fmt.Errorf("%s: tokenizer: %w", path, err))
+		}
+		if l.tok, err = tokenizer.New(&v); err != nil {
+			return fail(fmt.Errorf("%s: tokenizer: %w", path, err))
+		}
+		tokens = l.tok.NumTokens()
 	}
-	var v tokenizer.Vocab
-	if err := v.UnmarshalBinary(f.Bytes(m.Tokenizer)); err != nil {
-		return fail(fmt.Errorf("%s: tokenizer: %w", path, err))
-	}
-	if l.tok, err = tokenizer.New(&v); err != nil {
-		return fail(fmt.Errorf("%s: tokenizer: %w", path, err))
+	if err := engine.Check(m.Model, fileWeights{f}, tokens); err != nil {
+		return fail(fmt.Errorf("%s: %w", path, err))
 	}
 	l.ctx = o.ctx
 	if l.ctx == 0 {
-		l.ctx = min(m.Model.ContextLength, 4096)
+		l.ctx = min(m.Model.ContextLength, engine.DefaultContext)
 		if l.ctx <= 0 {
-			l.ctx = 4096
+			l.ctx = engine.DefaultContext
 		}
+	}
+	if train := m.Model.ContextLength; train > 0 && l.ctx > train && o.warn != nil {
+		fmt.Fprintf(o.warn, "xdnarun: warning: -c %d is above the model's training context of %d; past %d tokens the output degrades\n", l.ctx, train, train)
 	}
 	opts := engine.Options{Threads: o.threads, Context: l.ctx, Cache: engine.CacheF16}
 	if err := l.openDevice(o); err != nil {
@@ -94,6 +107,18 @@ func load(path string, o loadOptions) (*loaded, error) {
 		return fail(fmt.Errorf("%s: %w", path, err))
 	}
 	l.model = model
+	// Refuse a state that cannot be allocated before allocating it.
+	need, err := model.StateBytes(l.ctx)
+	if err == nil {
+		if avail, src := availableMemory(); avail > 0 && need > avail {
+			err = fmt.Errorf("needs %d bytes (%s) for the KV cache and buffers; %s has %s", need, cli.Human(need), src, cli.Human(avail))
+		}
+	}
+	if err != nil {
+		l.model.Close()
+		l.closeDevice()
+		return fail(fmt.Errorf("-c %d: %w", l.ctx, err))
+	}
 	return l, nil
 }
 
@@ -105,13 +130,27 @@ func (l *loaded) openDevice(o loadOptions) error {
 	l.device = o.device
 	if o.device == "auto" {
 		l.device = "cpu"
-		if infos, err := probe.Probe(); err == nil && len(infos) > 0 && infos[0].Target() == m.Package.Target && len(m.Slots) > 0 {
+		why := ""
+		infos, err := probe.Probe()
+		switch {
+		case err != nil:
+			why = err.Error()
+		case len(infos) == 0:
+			why = "no NPU found"
+		case infos[0].Target() != m.Package.Target:
+			why = fmt.Sprintf("found %s, but the package is packed for %s", infos[0].String(), m.Package.Target)
+		case len(m.Slots) == 0:
+			why = "the package embeds no NPU kernel"
+		default:
 			d, err := xrt.Open(0)
 			if err == nil {
 				l.device, l.dev = "npu", d
-			} else if o.warn != nil {
-				fmt.Fprintf(o.warn, "xdnarun: found %s but cannot use it (%v); running on the CPU\n", infos[0].String(), err)
+			} else {
+				why = fmt.Sprintf("found %s but cannot use it (%v)", infos[0].String(), err)
 			}
+		}
+		if why != "" && o.warn != nil {
+			fmt.Fprintf(o.warn, "xdnarun: --device auto: %s; running on the CPU\n", why)
 		}
 	}
 	switch l.device {

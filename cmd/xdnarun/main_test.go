@@ -9,12 +9,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/xdna-go/xdna/kernelsel"
+	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/layout/gguftest"
 	"github.com/xdna-go/xdna/layout/pack"
 	"github.com/xdna-go/xdna/planar"
@@ -32,7 +34,7 @@ func run(t *testing.T, stdin string, args ...string) (string, string, error) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&errb)
 	cmd.SetIn(strings.NewReader(stdin))
-	cmd.SetArgs(args)
+	cmd.SetArgs(llamaArgs(args))
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), errb.String(), err
 }
@@ -82,7 +84,18 @@ func packGGUFN(t *testing.T, in, out, target string, cpuMaxN int) {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv("XDNARUN_TEST_MAIN") == "1" { // the test binary as xdnarun (see runMain)
+		main()
+		return
+	}
+	// The GGUF and .zst caches of every test, in-process and subprocess.
+	cacheDir, err := os.MkdirTemp("", "xdnarun-cache")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", cacheDir)
 	code := m.Run()
+	os.RemoveAll(cacheDir)
 	if packDir != "" {
 		os.RemoveAll(packDir)
 	}
@@ -100,6 +113,7 @@ type golden struct {
 
 var prompts = map[string]string{
 	"once":   "Once upon a time",
+	"bear":   "One day, a big bear found a",
 	"dog":    "The little dog",
 	"pierre": "Pierre said that",
 	"hello":  "Hello world, this is",
@@ -300,7 +314,9 @@ func TestBadInput(t *testing.T) {
 	bad[2*4096+10] ^= 0xff
 	os.WriteFile(corrupt, bad, 0o644)
 
-	// An architecture the engine does not run packs fine but does not load.
+	// An architecture the engine does not run: xdnapack refuses it, so the
+	// package is a good one with its manifest edited (as an older packer
+	// could have written it).
 	g := filepath.Join(dir, "mamba.gguf")
 	s := gguftest.Tiny
 	s.Arch = "mamba"
@@ -308,8 +324,11 @@ func TestBadInput(t *testing.T) {
 	if err := gguftest.WriteModel(g, s); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := pack.Run(context.Background(), &pack.Options{Input: g, Output: filepath.Join(dir, "m.xdna"), Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256}); err == nil || !strings.Contains(err.Error(), `unsupported architecture "mamba"`) {
+		t.Errorf("packing mamba: %v", err)
+	}
 	mamba := filepath.Join(dir, "mamba.xdna")
-	packGGUF(t, g, mamba)
+	rewritePackage(t, x, mamba, func(m *layout.Manifest) { m.Model.Arch = "mamba" })
 
 	long := strings.Repeat("Once upon a time there was a dog. ", 40)
 	cases := []struct {
@@ -371,7 +390,7 @@ func TestEmuAgainstCPU(t *testing.T) {
 				var ex emu.Counters
 				onNPU := 0
 				for i, dev := range []string{"cpu", "emu"} {
-					l, err := load(x, loadOptions{threads: 2, device: dev})
+					l, err := load(context.Background(), x, loadOptions{threads: 2, device: dev})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -503,5 +522,36 @@ func TestProbe(t *testing.T) {
 	}
 	if err != nil || !strings.Contains(stdout, "target") {
 		t.Fatalf("probe with %v: %v %q", devs, err, stdout)
+	}
+}
+
+// rewritePackage copies the package src to dst with its manifest edited.
+func rewritePackage(t *testing.T, src, dst string, edit func(*layout.Manifest)) {
+	t.Helper()
+	f, err := layout.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := *f.Manifest
+	m.Tensors = slices.Clone(m.Tensors)
+	m.Slots = slices.Clone(m.Slots)
+	w, err := layout.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if m.Tokenizer.Size > 0 {
+		m.Tokenizer, _ = w.AddBlob(f.Bytes(m.Tokenizer))
+	}
+	for i := range m.Tensors {
+		m.Tensors[i].BlobRef, _ = w.AddBlob(f.Bytes(m.Tensors[i].BlobRef))
+	}
+	for i := range m.Slots {
+		m.Slots[i].BlobRef, _ = w.AddBlob(f.Bytes(m.Slots[i].BlobRef))
+	}
+	edit(&m)
+	if err := w.Commit(&m); err != nil {
+		t.Fatal(err)
 	}
 }
