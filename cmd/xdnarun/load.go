@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -17,6 +18,7 @@ import (
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
 	"github.com/xdna-go/xdna/runtime/npu/probe"
 	"github.com/xdna-go/xdna/runtime/npu/xrt"
@@ -122,6 +124,40 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	return l, nil
 }
 
+// npuKernel is the system-call layer of the pure-Go NPU driver; tests put
+// a fake amdxdna driver (amdxdnatest) here.
+var npuKernel amdxdna.Kernel = amdxdna.Sys{}
+
+// npuStandIns runs the slots whose xclbin the package does not embed on
+// the emulator's stand-in xclbins with --device npu: only a fake driver,
+// which executes them on the emulator, can (tests).
+var npuStandIns bool
+
+// openNPU opens the NPU: through XRT in a build with -tags xrt, else
+// through the pure-Go amdxdna driver.
+func openNPU() (npu.Device, error) {
+	d, err := xrt.Open(0)
+	switch {
+	case err == nil:
+		return d, nil
+	case !errors.Is(err, xrt.ErrNotBuilt):
+		return nil, err
+	}
+	a, err := amdxdna.OpenIndex(npuKernel, 0)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// npuPath names the driver path --device npu takes in this build.
+func npuPath() string {
+	if _, err := xrt.Open(-1); errors.Is(err, xrt.ErrNotBuilt) {
+		return "amdxdna (pure Go, direct ioctls)"
+	}
+	return "xrt (built with -tags xrt)"
+}
+
 // openDevice picks the device: cpu; emu (the emulated NPU of the package's
 // target); npu (XRT); auto: npu when the probe finds one whose target the
 // package was packed for and this build has XRT, else cpu.
@@ -142,7 +178,7 @@ func (l *loaded) openDevice(o loadOptions) error {
 		case len(m.Slots) == 0:
 			why = "the package embeds no NPU kernel"
 		default:
-			d, err := xrt.Open(0)
+			d, err := openNPU()
 			if err == nil {
 				l.device, l.dev = "npu", d
 			} else {
@@ -175,7 +211,7 @@ func (l *loaded) openDevice(o loadOptions) error {
 		l.dev = d
 	case "npu":
 		if l.dev == nil {
-			d, err := xrt.Open(0)
+			d, err := openNPU()
 			if err != nil {
 				return fmt.Errorf("--device npu: %w", err)
 			}
@@ -183,7 +219,7 @@ func (l *loaded) openDevice(o loadOptions) error {
 		}
 	}
 	slots := npu.FileSlots(l.file)
-	if l.device == "emu" {
+	if l.device == "emu" || l.device == "npu" && npuStandIns {
 		var err error
 		if slots, err = emu.StandIns(m.Tensors, slots, m.Package.Columns); err != nil {
 			l.dev.Close()

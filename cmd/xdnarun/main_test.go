@@ -21,6 +21,8 @@ import (
 	"github.com/xdna-go/xdna/layout/pack"
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
+	"github.com/xdna-go/xdna/runtime/npu/amdxdna/amdxdnatest"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
 )
 
@@ -135,15 +137,23 @@ func TestGoldens(t *testing.T) {
 	for _, gf := range files {
 		base := strings.TrimSuffix(filepath.Base(gf), ".json")
 		model, key, _ := strings.Cut(base, ".")
-		for _, dev := range []struct{ name, target string }{{"cpu", "xdna2"}, {"emu", "xdna1"}, {"emu", "xdna2"}} {
+		for _, dev := range []struct{ name, target string }{{"cpu", "xdna2"}, {"emu", "xdna1"}, {"emu", "xdna2"}, {"npu", "xdna1"}, {"npu", "xdna2"}} {
 			t.Run(base+"/"+dev.name+"-"+dev.target, func(t *testing.T) {
+				if dev.name == "npu" { // the pure-Go driver over the fake amdxdna driver
+					cfg := amdxdnatest.XDNA1()
+					if dev.target == "xdna2" {
+						cfg = amdxdnatest.XDNA2()
+					}
+					npuKernel, npuStandIns = amdxdnatest.New(cfg), true
+					defer func() { npuKernel, npuStandIns = amdxdna.Sys{}, false }()
+				}
 				var g golden
 				b, _ := os.ReadFile(gf)
 				if err := json.Unmarshal(b, &g); err != nil {
 					t.Fatal(err)
 				}
 				x := packFixture(t, model)
-				if dev.name == "emu" {
+				if dev.name != "cpu" {
 					x = packFixtureN(t, model, dev.target, 0)
 				}
 				stdout, stderr, err := run(t, "", x, "-p", prompts[key], "--temp", "0", "-n", fmt.Sprint(len(g.Steps)), "--json", "--top-logits", "8", "-t", "2", "--device", dev.name)

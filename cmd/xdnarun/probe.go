@@ -35,6 +35,7 @@ no XRT. Without a device it says so and exits 1.`,
 				in := &infos[i]
 				fmt.Fprintf(cmd.OutOrStdout(), "%s; target %s\n", in.String(), in.Target())
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), "--device npu would run through %s\n", npuPath())
 			return nil
 		},
 	}
