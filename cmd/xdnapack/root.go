@@ -53,6 +53,7 @@ Q/K/V and gate/up matrices, and writes one reproducible .xdna file.`,
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress and no plan table")
 	f.Float64Var(&opts.hostGBps, "host-gbps", 40, "host memory bandwidth in GB/s assumed by the decode-time prediction (measure yours with xdnarun bench)")
 	cmd.AddCommand(newVerifyCmd(), newInspectCmd(), newCompressCmd())
+	cmd.AddCommand(newTxnCmd())
 	return cmd
 }
 

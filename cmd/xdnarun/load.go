@@ -126,12 +126,10 @@ func (l *loaded) openDevice(o loadOptions) error {
 		if o.emuFault != "" {
 			var k int64
 			var kind string
-			if _, err := fmt.Sscanf(strings.Replace(o.emuFault, ":", " ", 1), "%d %s", &k, &kind); err != nil || k < 1 || (kind != "timeout" && kind != "error") {
-				return fmt.Errorf("--emu-fault %q: want DISPATCH:timeout or DISPATCH:error", o.emuFault)
-			}
-			f := emu.FaultTimeout
-			if kind == "error" {
-				f = emu.FaultError
+			_, err := fmt.Sscanf(strings.Replace(o.emuFault, ":", " ", 1), "%d %s", &k, &kind)
+			f, ok := emu.FaultNames[kind]
+			if err != nil || k < 1 || !ok {
+				return fmt.Errorf("--emu-fault %q: want DISPATCH:KIND, KIND one of timeout, error, txn-opcode, txn-gen, txn-bd, txn-length, txn-patch", o.emuFault)
 			}
 			d.InjectFault(k, f)
 		}

@@ -18,6 +18,8 @@ import (
 	"github.com/xdna-go/xdna/layout/gguftest"
 	"github.com/xdna-go/xdna/layout/pack"
 	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/emu"
 )
 
 const shared = "../../../shared/fixtures"
@@ -346,65 +348,94 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestEmuAgainstCPU decodes every golden prompt on the emulated NPU and on
-// the CPU from the same package and compares the full logits at every step.
+// TestEmuAgainstCPU decodes every golden prompt on the emulated NPU of both
+// targets and on the CPU from the same package (packed with --cpu-max-n 0)
+// and compares the full logits and the greedy token at every step. Every
+// matmul the plan puts on the NPU must have gone through a TXN stream that
+// the emulator decoded and executed: no fallback, no fault, every dispatch
+// completed, and the streams' kernels ran.
 func TestEmuAgainstCPU(t *testing.T) {
 	const minCosine = 0.9999
 	files, _ := filepath.Glob(filepath.Join(shared, "golden", "*.json"))
 	for _, gf := range files {
 		base := strings.TrimSuffix(filepath.Base(gf), ".json")
 		model, _, _ := strings.Cut(base, ".")
-		t.Run(base, func(t *testing.T) {
-			var g golden
-			b, _ := os.ReadFile(gf)
-			json.Unmarshal(b, &g)
-			x := packFixtureN(t, model, "xdna2", 0)
-			var logits [2][][]float32
-			var backendCalls int
-			onNPU := 0
-			for i, dev := range []string{"cpu", "emu"} {
-				l, err := load(x, loadOptions{threads: 2, device: dev})
-				if err != nil {
-					t.Fatal(err)
-				}
-				st := l.model.NewState(0)
-				out, err := st.Prefill(g.PromptTokens)
-				if err != nil {
-					t.Fatal(err)
-				}
-				logits[i] = append(logits[i], append([]float32(nil), out...))
-				for _, s := range g.Steps[:len(g.Steps)-1] {
-					if out, err = st.Decode(s.Token); err != nil {
+		for _, target := range []string{"xdna1", "xdna2"} {
+			t.Run(base+"/"+target, func(t *testing.T) {
+				var g golden
+				b, _ := os.ReadFile(gf)
+				json.Unmarshal(b, &g)
+				x := packFixtureN(t, model, target, 0)
+				var logits [2][][]float32
+				var st npu.Stats
+				var ex emu.Counters
+				onNPU := 0
+				for i, dev := range []string{"cpu", "emu"} {
+					l, err := load(x, loadOptions{threads: 2, device: dev})
+					if err != nil {
+						t.Fatal(err)
+					}
+					s := l.model.NewState(0)
+					out, err := s.Prefill(g.PromptTokens)
+					if err != nil {
 						t.Fatal(err)
 					}
 					logits[i] = append(logits[i], append([]float32(nil), out...))
+					for _, step := range g.Steps[:len(g.Steps)-1] {
+						if out, err = s.Decode(step.Token); err != nil {
+							t.Fatal(err)
+						}
+						logits[i] = append(logits[i], append([]float32(nil), out...))
+					}
+					if l.backend != nil {
+						st = l.backend.Stats()
+						ex = l.dev.(*emu.Device).Counters()
+					}
+					onNPU = 0
+					for _, e := range l.file.Manifest.Tensors {
+						if e.Device == "npu" {
+							onNPU++
+						}
+					}
+					l.Close()
 				}
-				if l.backend != nil {
-					backendCalls = int(l.backend.Stats().NPUCalls)
-				}
-				for _, e := range l.file.Manifest.Tensors {
-					if e.Device == "npu" {
-						onNPU++
+				if onNPU == 0 {
+					// stories260K: K = 64 or 172 is a multiple of no slot's K-tile.
+					t.Logf("the plan puts no matrix on the NPU; the emu run is the CPU path")
+				} else {
+					if st.NPUCalls == 0 || st.Fallbacks != 0 || st.Faults != 0 {
+						t.Fatalf("%d NPU matrices planned: backend %+v", onNPU, st)
+					}
+					if ex.Dispatches != st.Dispatches || ex.Completed != ex.Dispatches || ex.Failed != 0 ||
+						ex.Exec.Words != int(st.TxnWords) || ex.Exec.BDs != int(st.BDs) || ex.Exec.WeightBytes != st.StreamedBytes || ex.Exec.Syncs == 0 {
+						t.Fatalf("the emulator executed %+v; the backend submitted %+v", ex, st)
 					}
 				}
-				l.Close()
-			}
-			if onNPU == 0 {
-				// stories260K: K = 64 or 172 is a multiple of no slot's K-tile.
-				t.Logf("the plan puts no matrix on the NPU; the emu run is the CPU path")
-			} else if backendCalls == 0 {
-				t.Fatal("the plan has NPU matrices but the emulator ran none")
-			}
-			worst := 1.0
-			for s := range logits[0] {
-				worst = math.Min(worst, cosine(logits[0][s], logits[1][s]))
-			}
-			t.Logf("%d steps, %d matrices on the emulator, worst emu-vs-cpu cosine %.7f", len(logits[0]), backendCalls, worst)
-			if worst < minCosine {
-				t.Errorf("emu-vs-cpu cosine %.7f < %.4f", worst, minCosine)
-			}
-		})
+				worst := 1.0
+				for s := range logits[0] {
+					worst = math.Min(worst, cosine(logits[0][s], logits[1][s]))
+					if a, b := argmax(logits[0][s]), argmax(logits[1][s]); a != b {
+						t.Errorf("step %d: greedy token %d on the emulator, %d on the CPU", s, b, a)
+					}
+				}
+				t.Logf("%d NPU matrices planned, %d NPU matmul calls in %d dispatches (%d TXN words, %d BDs, %d syncs executed); %d steps, worst emu-vs-cpu cosine %.7f",
+					onNPU, st.NPUCalls, ex.Dispatches, ex.Exec.Words, ex.Exec.BDs, ex.Exec.Syncs, len(logits[0]), worst)
+				if worst < minCosine {
+					t.Errorf("emu-vs-cpu cosine %.7f < %.4f", worst, minCosine)
+				}
+			})
+		}
 	}
+}
+
+func argmax(v []float32) int {
+	k := 0
+	for i, x := range v {
+		if x > v[k] {
+			k = i
+		}
+	}
+	return k
 }
 
 func cosine(a, b []float32) float64 {
@@ -417,8 +448,9 @@ func cosine(a, b []float32) float64 {
 	return ab / math.Sqrt(aa*bb)
 }
 
-// TestEmuFault: a timeout on a dispatch mid-run gives one warning, the CPU
-// takes over, and the text is identical to a CPU-only run.
+// TestEmuFault: a timeout, an error, or a wrong instruction stream on a
+// dispatch mid-run gives one warning naming what failed, the CPU takes
+// over, and the text is identical to a CPU-only run.
 func TestEmuFault(t *testing.T) {
 	x := packFixtureN(t, "tiny-llama-q8_0", "xdna1", 0)
 	args := []string{x, "-p", "Pierre said that", "-n", "24", "--temp", "0", "-t", "2"}
@@ -426,17 +458,35 @@ func TestEmuFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, fault := range []string{"40:timeout", "7:error"} {
-		got, stderr, err := run(t, "", append(args, "--device", "emu", "--emu-fault", fault)...)
+	for _, c := range []struct {
+		fault string
+		says  []string // what the warning must name
+	}{
+		{"40:timeout", []string{"timed out"}},
+		{"7:error", []string{"ERROR", "injected fault"}},
+		// Five kinds of wrong stream: each fails its run with the op and field.
+		{"5:txn-opcode", []string{"txn op 0", "unknown opcode 0x77"}},
+		{"9:txn-gen", []string{"txn header", "devGen 4", "the device is npu1"}},
+		{"11:txn-bd", []string{"blockwrite", "BD index 16 out of range"}},
+		{"13:txn-length", []string{"shim BD 0", "buffer_length", "past the buffer"}},
+		{"17:txn-patch", []string{"ddr_patch", "word 0 (buffer_length)", "not an address word"}},
+	} {
+		got, stderr, err := run(t, "", append(args, "--device", "emu", "--emu-fault", c.fault)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got != want {
-			t.Errorf("%s: output %q, CPU-only %q", fault, got, want)
+			t.Errorf("%s: output %q, CPU-only %q", c.fault, got, want)
 		}
 		if n := strings.Count(stderr, "every later matmul on the CPU"); n != 1 {
-			t.Errorf("%s: %d fallback warnings in %q", fault, n, stderr)
+			t.Errorf("%s: %d fallback warnings in %q", c.fault, n, stderr)
 		}
+		for _, s := range c.says {
+			if !strings.Contains(stderr, s) {
+				t.Errorf("%s: the warning %q does not say %q", c.fault, stderr, s)
+			}
+		}
+		t.Logf("%s: %s", c.fault, strings.TrimSpace(stderr))
 	}
 }
 

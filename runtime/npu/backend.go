@@ -14,7 +14,9 @@ import (
 	"unsafe"
 
 	"github.com/xdna-go/xdna/layout"
+	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
+	"github.com/xdna-go/xdna/runtime/npu/txn"
 	"github.com/xdna-go/xdna/xclbin"
 )
 
@@ -23,7 +25,7 @@ const (
 	DefaultRingSize = 64 << 20 // bytes per staging buffer (two of them)
 	DefaultIOSize   = 1 << 20  // bytes of the activation and of the output buffer
 	DefaultTimeout  = 5 * time.Second
-	instrBOSize     = 4096 // one descriptor (MaxDescWords*4 = 1088 bytes) per instruction buffer
+	instrBOSize     = 8192 // one dispatch's TXN stream: 2304 bytes on 8 columns (txn.GEMVWords), more if BDs split
 )
 
 // Options tunes a Backend; the zero value gives the defaults.
@@ -38,6 +40,9 @@ type Options struct {
 	IOSize int
 	// Timeout bounds each wait for a run (default 5 s).
 	Timeout time.Duration
+	// MaxBDBytes splits shim BDs moving more bytes (0: the hardware's
+	// limit, txn.MaxBDBytes); tests lower it to exercise BD chains.
+	MaxBDBytes int
 	// Warn receives the one warning of a device fault and the load-time
 	// notes (slots that could not be loaded). nil discards them.
 	Warn io.Writer
@@ -70,6 +75,8 @@ type Stats struct {
 	BytesToDevice   int64 // bytes synced to the device: weights, activations, descriptors
 	WeightBytes     int64 // of which weights copied into the staging ring
 	StreamedBytes   int64 // weight bytes the device read: every run's share of its ring buffer
+	TxnWords        int64 // TXN instruction words submitted
+	BDs             int64 // shim BDs the streams wrote
 	ReusedBytes     int64 // weight bytes found still staged from an earlier call, not copied again
 	Prefetches      int64 // chunks staged in the background ahead of their call
 	PrefetchHits    int64 // of which used by the call that followed
@@ -88,6 +95,7 @@ func (s Stats) Sub(o Stats) Stats {
 		Dispatches: s.Dispatches - o.Dispatches, ContextSwitches: s.ContextSwitches - o.ContextSwitches,
 		Syncs: s.Syncs - o.Syncs, BytesToDevice: s.BytesToDevice - o.BytesToDevice,
 		WeightBytes: s.WeightBytes - o.WeightBytes, StreamedBytes: s.StreamedBytes - o.StreamedBytes,
+		TxnWords: s.TxnWords - o.TxnWords, BDs: s.BDs - o.BDs,
 		ReusedBytes: s.ReusedBytes - o.ReusedBytes, Prefetches: s.Prefetches - o.Prefetches,
 		PrefetchHits: s.PrefetchHits - o.PrefetchHits, BytesFromDevice: s.BytesFromDevice - o.BytesFromDevice,
 		PinnedBytes: s.PinnedBytes, PinnedPeak: s.PinnedPeak,
@@ -99,6 +107,7 @@ func (s Stats) Sub(o Stats) Stats {
 type PerToken struct {
 	Dispatches, ContextSwitches, Syncs        float64
 	BytesToDevice, WeightBytes, StreamedBytes float64
+	TxnWords, BDs                             float64
 }
 
 // PerToken divides the counters by tokens.
@@ -111,6 +120,7 @@ func (s Stats) PerToken(tokens int) PerToken {
 		Dispatches: float64(s.Dispatches) / n, ContextSwitches: float64(s.ContextSwitches) / n,
 		Syncs: float64(s.Syncs) / n, BytesToDevice: float64(s.BytesToDevice) / n,
 		WeightBytes: float64(s.WeightBytes) / n, StreamedBytes: float64(s.StreamedBytes) / n,
+		TxnWords: float64(s.TxnWords) / n, BDs: float64(s.BDs) / n,
 	}
 }
 
@@ -175,7 +185,9 @@ type Backend struct {
 	seq      int64 // submissions so far
 	done     int64 // submissions waited for
 	lastK    Kernel
-	dsc      Desc // the descriptor being built, reused
+	io       ioLayout // the I/O layout of the call being run, reused
+	gemv     txn.GEMV // the dispatch being built, reused
+	rows     []int
 
 	next     map[string]string // NPU call that followed each one last time
 	lastCall string
@@ -238,6 +250,10 @@ func NewBackend(dev Device, tensors []layout.TensorEntry, slots []Slot, pool *cp
 		return b, nil
 	}
 	b.info = dev.Info()
+	if b.info.Gen != txn.NPU1 && b.info.Gen != txn.NPU2 {
+		b.note("device %s names no TXN generation (%v); its %d slots run on the CPU", b.info.Name, b.info.Gen, len(uses))
+		return b, nil
+	}
 	order := make([]*use, 0, len(uses))
 	for _, u := range uses {
 		order = append(order, u)
@@ -509,29 +525,35 @@ func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
 }
 
-// run computes the call on the device.
+// run computes the call on the device: per group of tokens that fits the
+// I/O buffers, it writes every dispatch's parameter header and activation
+// records into bo1, stages each chunk into the ring and submits one TXN
+// stream per MaxTokens tokens of it, then reads the columns' outputs back
+// into y, adding the partial sums of chunks that split K.
 func (b *Backend) run(mt *mat, x, y []float32, n int) error {
 	g := mt.m.G
-	al := ActLayoutOf(g.Type, g.K)
-	outStride := 4 * g.N
-	per := ioTokens(g, b.opt.IOSize)
+	per := ioTokens(g, mt.chunks, b.opt.IOSize, n)
+	l := &b.io
 	for t0 := 0; t0 < n; t0 += per {
 		tb := min(per, n-t0)
-		if err := b.ensureIO(tb*al.Stride, tb*outStride); err != nil {
+		planIO(g, mt.chunks, tb, l)
+		if err := b.ensureIO(l.act, l.out); err != nil {
 			return err
 		}
-		PutActs(g.Type, x[t0*g.K:], tb, g.K, b.act.host)
-		if err := b.sync(b.act.bo, ToDevice, tb*al.Stride); err != nil {
+		for i := range l.d {
+			b.putActs(mt, &l.d[i], x[t0*g.K:])
+		}
+		if err := b.sync(b.act.bo, ToDevice, l.act); err != nil {
 			return err
 		}
-		for ci := range mt.chunks {
+		for i := 0; i < len(l.d); {
+			ci := l.d[i].ci
 			ri, err := b.stage(mt, ci, false)
 			if err != nil {
 				return err
 			}
-			for s0 := 0; s0 < tb; s0 += MaxTokens {
-				d := b.desc(mt, ci, s0, min(MaxTokens, tb-s0), al.Stride, outStride)
-				if err := b.submit(mt.kernel, d, ri); err != nil {
+			for ; i < len(l.d) && l.d[i].ci == ci; i++ {
+				if err := b.submit(mt, &l.d[i], ri); err != nil {
 					return err
 				}
 			}
@@ -542,47 +564,77 @@ func (b *Backend) run(mt *mat, x, y []float32, n int) error {
 		if err := b.waitAll(); err != nil {
 			return err
 		}
-		if err := b.sync(b.out.bo, FromDevice, tb*outStride); err != nil {
+		if err := b.sync(b.out.bo, FromDevice, l.out); err != nil {
 			return err
 		}
-		out := b.out.host[:tb*outStride]
-		yy := y[t0*g.N : (t0+tb)*g.N]
-		for i := range yy {
-			yy[i] = math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:]))
+		for i := range l.d {
+			b.gather(mt, &l.d[i], y[t0*g.N:])
 		}
 	}
 	return nil
 }
 
-// desc builds the descriptor of one run: chunk ci of mt, tokens [s0,
-// s0+tb) of the activation buffer.
-func (b *Backend) desc(mt *mat, ci, s0, tb, actStride, outStride int) *Desc {
+// params returns the parameter header of dispatch d of mt.
+func (b *Backend) params(mt *mat, d *ioDispatch) Params {
 	g := mt.m.G
-	ch := mt.chunks[ci]
-	d := &b.dsc
-	*d = Desc{
-		Cols: d.Cols[:0],
-		Type: g.Type, K: g.K, N: g.N, T: g.KTile,
-		Tile0: ch.Tile0, Tiles: ch.Tiles, Tokens: tb,
-		ActOff: s0 * actStride, ActStride: actStride,
-		OutOff: s0 * outStride, OutStride: outStride,
-	}
-	if ch.Tile0 > 0 {
-		d.Flags |= FlagAccumulate
-	}
-	off := 0
+	ch := mt.chunks[d.ci]
+	b.rows = b.rows[:0]
 	for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {
-		first, rows := g.GroupRows(c)
-		nb := ch.Tiles * g.TileBytes(rows)
-		d.Cols = append(d.Cols, Column{Row0: first, Rows: rows, WOff: off, WBytes: nb})
-		off += nb
+		_, rows := g.GroupRows(c)
+		b.rows = append(b.rows, rows)
 	}
-	return d
+	return NewParams(g.Type, g.KTile, ch.Tiles, d.ts, b.rows)
+}
+
+// putActs writes dispatch d's header and activation records into bo1
+// (x is the token group's activations).
+func (b *Backend) putActs(mt *mat, d *ioDispatch, x []float32) {
+	g := mt.m.G
+	ch := mt.chunks[d.ci]
+	p := b.params(mt, d)
+	p.Put(b.act.host[d.hdr:])
+	rec := p.RecordBytes()
+	o := d.hdr + ParamsBytes
+	for i := 0; i < ch.Tiles; i++ {
+		k0 := (ch.Tile0 + i) * g.KTile
+		for t := d.s0; t < d.s0+d.ts; t++ {
+			PutActs(g.Type, x[t*g.K+k0:t*g.K+k0+g.KTile], 1, g.KTile, b.act.host[o:o+rec])
+			o += rec
+		}
+	}
+}
+
+// gather moves dispatch d's outputs from bo2 into y (the token group's
+// outputs): the first K-chunk of a row stores, later ones add.
+func (b *Backend) gather(mt *mat, d *ioDispatch, y []float32) {
+	g := mt.m.G
+	ch := mt.chunks[d.ci]
+	out := b.out.host
+	for j, c := 0, ch.Group0; c < ch.Group0+ch.Groups; j, c = j+1, c+1 {
+		first, rows := g.GroupRows(c)
+		o := d.outs[j]
+		for r0 := 0; r0 < rows; r0 += RowChunk {
+			rc := min(RowChunk, rows-r0)
+			for t := d.s0; t < d.s0+d.ts; t++ {
+				yy := y[t*g.N+first+r0 : t*g.N+first+r0+rc]
+				for i := range yy {
+					v := math.Float32frombits(binary.LittleEndian.Uint32(out[o:]))
+					if ch.Tile0 > 0 {
+						v = yy[i] + v
+					}
+					yy[i] = v
+					o += 4
+				}
+			}
+		}
+	}
 }
 
 // stage returns the ring buffer holding chunk ci of mt, copying it from the
 // blob into the buffer not used by the latest submission if no buffer holds
 // it yet. With async, the copy and sync run in the background (a prefetch).
+// Each group's run is written in the kernel's order (params.go): by row
+// chunk, then tile, then plane.
 func (b *Backend) stage(mt *mat, ci int, async bool) (int, error) {
 	for i := range b.ring {
 		r := &b.ring[i]
@@ -608,16 +660,8 @@ func (b *Backend) stage(mt *mat, ci int, async bool) (int, error) {
 	}
 	r.owner, r.chunk, r.ahead = mt, ci, async
 	ch := mt.chunks[ci]
-	g := mt.m.G
 	fill := func() error {
-		off := 0
-		for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {
-			_, rows := g.GroupRows(c)
-			src, _ := g.PlaneOffset(c, ch.Tile0, 0)
-			nb := ch.Tiles * g.TileBytes(rows)
-			copy(r.host[off:off+nb], mt.m.Blob[src:src+nb])
-			off += nb
-		}
+		stageChunk(mt.m.G, mt.m.Blob, ch, r.host)
 		return b.dev.Sync(r.bo, ToDevice, 0, ch.Bytes)
 	}
 	b.stats.WeightBytes += int64(ch.Bytes)
@@ -639,6 +683,30 @@ func (b *Backend) stage(mt *mat, ci int, async bool) (int, error) {
 		}
 	}()
 	return i, nil
+}
+
+// stageChunk copies chunk ch of the planar blob into dst in the kernel's
+// order: the chunk's groups back to back, each as row chunk, tile, plane,
+// every plane of a (row chunk, tile) on 64 bytes as TileBytes lays it out.
+func stageChunk(g planar.Geometry, blob []byte, ch Chunk, dst []byte) {
+	np := len(g.Format().Planes)
+	off := 0
+	for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {
+		_, rows := g.GroupRows(c)
+		for r0 := 0; r0 < rows; r0 += RowChunk {
+			rc := min(RowChunk, rows-r0)
+			tg := RunGeometry(g.Type, rc, g.KTile, 1)
+			tb := tg.TileBytes(rc)
+			for t := ch.Tile0; t < ch.Tile0+ch.Tiles; t++ {
+				for p := 0; p < np; p++ {
+					src, per := g.PlaneOffset(c, t, p)
+					do, _ := tg.PlaneOffset(0, 0, p)
+					copy(dst[off+do:off+do+rc*per], blob[src+r0*per:src+(r0+rc)*per])
+				}
+				off += tb
+			}
+		}
+	}
 }
 
 // prefetch stages, in the background, the first chunk of the NPU call that
@@ -702,9 +770,9 @@ func (b *Backend) sync(bo BO, dir Direction, n int) error {
 	return nil
 }
 
-// submit writes d into a free instruction buffer and runs kernel k over
-// ring buffer ri and the I/O buffers.
-func (b *Backend) submit(k Kernel, d *Desc, ri int) error {
+// submit builds dispatch d's TXN stream into a free instruction buffer
+// and runs mt's kernel over ring buffer ri and the I/O buffers.
+func (b *Backend) submit(mt *mat, d *ioDispatch, ri int) error {
 	for len(b.inflight) >= len(b.instr) {
 		if err := b.waitSeq(b.inflight[0].seq); err != nil {
 			return err
@@ -714,26 +782,80 @@ func (b *Backend) submit(k Kernel, d *Desc, ri int) error {
 	if err := b.waitSeq(in.seq); err != nil {
 		return err
 	}
-	nb := d.Encode(in.host)
-	if err := b.sync(in.bo, ToDevice, nb); err != nil {
+	p := b.params(mt, d)
+	w, cnt, err := buildStream(&b.gemv, &p, d, b.info.Gen, b.opt.MaxBDBytes)
+	if err != nil {
+		return fmt.Errorf("dispatch %d: %w", b.seq+1, err)
+	}
+	if 4*len(w) > len(in.host) {
+		return fmt.Errorf("dispatch %d: a stream of %d words, instruction buffers hold %d bytes", b.seq+1, len(w), len(in.host))
+	}
+	for i, v := range w {
+		binary.LittleEndian.PutUint32(in.host[4*i:], v)
+	}
+	if err := b.sync(in.bo, ToDevice, 4*len(w)); err != nil {
 		return err
 	}
-	r, err := b.dev.Run(k, OpcodeTxn, in.bo, d.Words(), b.ring[ri].bo, b.act.bo, b.out.bo)
+	r, err := b.dev.Run(mt.kernel, OpcodeTxn, in.bo, len(w), b.ring[ri].bo, b.act.bo, b.out.bo)
 	b.seq++
 	if err != nil {
 		return fmt.Errorf("dispatch %d: run: %w", b.seq, err)
 	}
 	b.stats.Dispatches++
-	for _, c := range d.Cols {
-		b.stats.StreamedBytes += int64(c.WBytes)
-	}
-	if b.lastK != 0 && b.lastK != k {
+	b.stats.StreamedBytes += cnt.WeightBytes
+	b.stats.TxnWords += int64(cnt.Words)
+	b.stats.BDs += int64(cnt.BDs)
+	if b.lastK != 0 && b.lastK != mt.kernel {
 		b.stats.ContextSwitches++
 	}
-	b.lastK = k
+	b.lastK = mt.kernel
 	b.inflight = append(b.inflight, flight{b.seq, r})
 	in.seq, b.ring[ri].seq, b.lastRing = b.seq, b.seq, ri
 	return nil
+}
+
+// buildStream builds into gv the TXN stream of dispatch d with header p:
+// the columns' runs back to back from the start of the staging buffer,
+// the header and records at d.hdr, the outputs at d.outs.
+func buildStream(gv *txn.GEMV, p *Params, d *ioDispatch, gen txn.Gen, maxBD int) ([]uint32, txn.Counts, error) {
+	*gv = txn.GEMV{Gen: gen, Weights: gv.Weights[:0], Outs: gv.Outs[:0], Header: d.hdr,
+		Records: txn.Range{Off: d.hdr + ParamsBytes, Bytes: p.ActBytes()}, RowChunks: p.RowChunks,
+		MaxBDBytes: maxBD}
+	woff := 0
+	for c := range p.Rows {
+		wb := p.WeightBytes(c)
+		gv.Weights = append(gv.Weights, txn.Range{Off: woff, Bytes: wb})
+		gv.Outs = append(gv.Outs, txn.Range{Off: d.outs[c], Bytes: p.OutBytes(c)})
+		woff += wb
+	}
+	return gv.Build()
+}
+
+// FirstStream returns the TXN stream of the first dispatch of a call of
+// tokens tokens on matrix g on a device of generation gen, with staging
+// and I/O buffers of the default sizes, as the Backend submits it (the
+// buffer addresses left to the patches), and its parameter header.
+func FirstStream(g planar.Geometry, gen txn.Gen, tokens int) ([]uint32, Params, txn.Counts, error) {
+	chunks, err := PlanChunks(g, DefaultRingSize)
+	if err != nil {
+		return nil, Params{}, txn.Counts{}, err
+	}
+	if tokens < 1 {
+		return nil, Params{}, txn.Counts{}, fmt.Errorf("npu: %d tokens", tokens)
+	}
+	var l ioLayout
+	planIO(g, chunks, min(tokens, ioTokens(g, chunks, DefaultIOSize, tokens)), &l)
+	d := &l.d[0]
+	ch := chunks[d.ci]
+	var rows []int
+	for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {
+		_, n := g.GroupRows(c)
+		rows = append(rows, n)
+	}
+	p := NewParams(g.Type, g.KTile, ch.Tiles, d.ts, rows)
+	var gv txn.GEMV
+	w, cnt, err := buildStream(&gv, &p, d, gen, 0)
+	return w, p, cnt, err
 }
 
 // waitSeq waits for every submission up to seq.

@@ -222,7 +222,7 @@ func TestRingBoundsPinnedMemory(t *testing.T) {
 			}
 		}
 		st, c := be.Stats(), dev.Counters()
-		small := int64(2*max(io, 4*g.N, npu.ActLayoutOf(g.Type, g.K).Stride) + 4*4096)
+		small := int64(2*max(io, 4*g.N, npu.ActLayoutOf(g.Type, g.K).Stride) + 4*8192) // I/O and 4 instruction buffers
 		if st.PinnedPeak > 2*ring+small || c.AllocatedPeak != st.PinnedPeak {
 			t.Errorf("%s: pinned peak %d (device %d), bound 2*%d + %d", geomName(g), st.PinnedPeak, c.AllocatedPeak, ring, small)
 		}
@@ -237,7 +237,9 @@ func TestRingBoundsPinnedMemory(t *testing.T) {
 
 // TestFaultFallsBack injects a timeout, then an error, at dispatch k: one
 // warning, the failed call and every later one computed on the CPU, and
-// every output identical to a CPU-only run.
+// every output from then on identical to a CPU-only run. (The first call
+// runs on the device in K-chunks whose partial sums the host adds: equal to
+// the CPU's within f32 rounding, not bit for bit.)
 func TestFaultFallsBack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	g := planar.Geometry{Type: planar.Q4_K, N: 700, K: 1024, Columns: 8, KTile: 256}
@@ -254,6 +256,12 @@ func TestFaultFallsBack(t *testing.T) {
 			be.MatVec("w", m, x, y)
 			want := make([]float32, g.N)
 			cpu.MatVec(m, x, want, nil)
+			if call == 0 {
+				if c, _ := cosine(y, want); c < 0.999999 {
+					t.Fatalf("fault %d, call 0 on the device: cosine %v against the CPU", fault, c)
+				}
+				continue
+			}
 			for i := range y {
 				if y[i] != want[i] {
 					t.Fatalf("fault %d, call %d: y[%d] = %v, CPU-only %v", fault, call, i, y[i], want[i])

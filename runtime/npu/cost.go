@@ -34,6 +34,8 @@ type Prediction struct {
 	NPUMatrices     int
 	CPUMatrices     int
 	Dispatches      int   // kernel launches per token
+	TxnWords        int   // instruction-stream words per token
+	BDs             int   // shim BDs the streams write per token
 	NPUBytes        int64 // weight bytes streamed by the NPU per token
 	CPUBytes        int64 // weight bytes read by the CPU matmuls per token
 	ContextSwitches int   // per token, counting the wrap to the next token
@@ -46,6 +48,7 @@ type Prediction struct {
 	Total    time.Duration
 
 	Tensors []TensorCost // per matmul, in execution order
+	Paths   []PathTotal  // Total with the per-dispatch cost of each direct submit path
 }
 
 // TensorCost is one matrix's share of a Prediction.
@@ -108,8 +111,10 @@ func PredictRing(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float
 		tc := TensorCost{Name: e.Name, Device: "cpu", Bytes: e.Size}
 		if e.Device == "npu" {
 			if g, err := e.Geometry(t.Columns); err == nil {
-				if n, err := Dispatches(g, 1, ringSize, 0); err == nil {
+				if n, w, bds, err := StreamCounts(g, 1, ringSize, 0); err == nil {
 					tc.Device, tc.Slot, tc.Dispatches = "npu", e.Slot, n
+					p.TxnWords += w
+					p.BDs += bds
 				}
 			}
 		}
@@ -137,7 +142,47 @@ func PredictRing(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float
 	p.Stage = cpuTime(p.NPUBytes)
 	p.CPU = cpuTime(p.CPUBytes)
 	p.Total = p.CPU + p.Switch + max(p.Dispatch+p.Stream, p.Stage)
+	for _, path := range SubmitPaths(t.Name) {
+		d := time.Duration(math.Round(float64(p.Dispatches) * path.DispatchUS * 1e3))
+		p.Paths = append(p.Paths, PathTotal{SubmitPath: path, Dispatch: d,
+			Total: p.CPU + p.Switch + max(d+p.Stream, p.Stage)})
+	}
 	return p
+}
+
+// SubmitPath is a way of submitting a token's dispatches and its cost per
+// dispatch, from npu-contract.md section 7 with the source of each figure.
+type SubmitPath struct {
+	Name       string
+	DispatchUS float64 // per dispatch, submission and completion included
+	Source     string
+}
+
+// PathTotal is a Prediction's time per token on one submit path.
+type PathTotal struct {
+	SubmitPath
+	Dispatch, Total time.Duration
+}
+
+// SubmitPaths returns the submit paths of a target with their measured
+// per-dispatch costs. The catalog's dispatch_us is the XRT path; the
+// direct-driver figures were measured on XDNA2 only (XNPU), so on XDNA1
+// they are the XDNA2 figures, said so in the source.
+func SubmitPaths(target string) []SubmitPath {
+	const (
+		xnpuSeq   = "XNPU log 8: EXEC_CMD + wait round trip 53-59 us per op, sequential (XDNA2)"
+		xnpuChain = "XNPU log 8: 41.2 us per op pipelined (36 us on the device + 5.3 us submit), the cost a command chain approaches (XDNA2)"
+	)
+	if target == "xdna1" {
+		return []SubmitPath{
+			{"amdxdna direct, one command per dispatch", 56, xnpuSeq + "; not measured on XDNA1"},
+			{"amdxdna direct, command chains", 41.2, xnpuChain + "; not measured on XDNA1"},
+		}
+	}
+	return []SubmitPath{
+		{"amdxdna direct, one command per dispatch", 56, xnpuSeq},
+		{"amdxdna direct, command chains", 41.2, xnpuChain},
+	}
 }
 
 // String is a short breakdown, one item per line.
@@ -148,6 +193,11 @@ func (p *Prediction) String() string {
 		p.NPUMatrices, p.Dispatches, p.Dispatch, mib(p.NPUBytes), p.Stream, p.ContextSwitches, p.Switch)
 	fmt.Fprintf(&b, "  host: %s staged into the ring (%v, overlapped), %d cpu matrices %s (%v)\n",
 		mib(p.NPUBytes), p.Stage, p.CPUMatrices, mib(p.CPUBytes), p.CPU)
+	fmt.Fprintf(&b, "  streams: %d TXN words, %d shim BDs per token\n", p.TxnWords, p.BDs)
+	for _, t := range p.Paths {
+		fmt.Fprintf(&b, "  %s (%.1f us/dispatch): %.2f ms/token, %.1f tok/s [%s]\n",
+			t.Name, t.DispatchUS, float64(t.Total)/1e6, 1e9/float64(max(t.Total, 1)), t.Source)
+	}
 	return b.String()
 }
 
@@ -158,6 +208,8 @@ func (p *Prediction) Against(s Stats, tokens int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-22s %12s %12s\n", "per token", "predicted", "counted")
 	fmt.Fprintf(&b, "%-22s %12d %12.1f\n", "dispatches", p.Dispatches, pt.Dispatches)
+	fmt.Fprintf(&b, "%-22s %12d %12.1f\n", "TXN words", p.TxnWords, pt.TxnWords)
+	fmt.Fprintf(&b, "%-22s %12d %12.1f\n", "shim BDs", p.BDs, pt.BDs)
 	fmt.Fprintf(&b, "%-22s %12s %12s\n", "weights streamed", mib(p.NPUBytes), mib(int64(pt.StreamedBytes)))
 	fmt.Fprintf(&b, "%-22s %12d %12.1f\n", "context switches", p.ContextSwitches, pt.ContextSwitches)
 	fmt.Fprintf(&b, "%-22s %12s %12s\n", "staged into the ring", mib(p.NPUBytes), mib(int64(pt.WeightBytes)))

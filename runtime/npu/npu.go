@@ -1,21 +1,25 @@
 // Package npu is the host side of the NPU path: the Device interface that
-// the emulator (package emu) and the real device (package xrt, build tag
-// xrt) implement, the instruction descriptors and activation streams the
-// GEMV kernel reads, the staging ring that streams weights from the mapped
+// the emulator (package emu) and the real devices (package xrt, build tag
+// xrt) implement, the per-dispatch parameter header and activation streams
+// the GEMV kernel reads (params.go, act.go; the TXN instruction streams are
+// package txn's), the staging ring that streams weights from the mapped
 // .xdna file, the dispatch planner, the Backend that sends each matmul where
 // the pack-time plan says (falling back to the CPU on a device fault), and
 // the cost model that predicts a plan's time per token.
 //
 // Everything here runs and is tested without an NPU: package emu executes
-// the kernel's arithmetic over the bytes staged into its buffer objects.
+// the TXN streams (descriptors, patches, pushes, syncs) and the kernel's
+// arithmetic over the bytes staged into its buffer objects.
 //
 // The GEMV kernel's argument convention (one xclbin per weight format and
 // K-tile, kernel "MLIR_AIE"): opcode OpcodeTxn; the instruction buffer
-// holds one descriptor (desc.go) saying the format, shape, tile range,
-// tokens and where each column's data lies; bo0 is the weight runs of the
-// columns, staged from the planar blob (a staging-ring buffer); bo1 the
-// activations, quantised on the host (act.go); bo2 the outputs, f32
-// [tokens][N], stored or accumulated.
+// holds the dispatch's TXN stream (txn.GEMV: a shim BD per column for its
+// weight run, the broadcast activation BDs, an output BD per column, the
+// address patches, queue pushes and syncs); bo0 is the weight runs of the
+// columns, staged from the planar blob in the kernel's order (a
+// staging-ring buffer); bo1 the parameter header and the activation
+// records, quantised on the host (params.go, act.go); bo2 the outputs,
+// f32 per column.
 //
 // The call sequence a Device models is XRT's for an mlir-aie "MLIR_AIE"
 // kernel (npu-stack.md sections 1.6 and 3.1; seeds-and-peers.md 1a):
@@ -32,6 +36,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/xdna-go/xdna/runtime/npu/txn"
 )
 
 // BO is a buffer object handle; 0 is never a valid handle.
@@ -109,10 +115,11 @@ func (s State) String() string {
 
 // Info describes a device.
 type Info struct {
-	Name        string // "emu", "xrt:0", ...
-	Columns     int    // AIE columns a hardware context may use
-	MaxContexts int    // hardware contexts per process (6 on XDNA1, 16 on XDNA2)
-	MaxInFlight int    // commands in flight per context (HWCTX_MAX_CMDS, 4)
+	Name        string  // "emu", "xrt:0", ...
+	Gen         txn.Gen // the TXN generation its firmware executes (npu1, npu2)
+	Columns     int     // AIE columns a hardware context may use
+	MaxContexts int     // hardware contexts per process (6 on XDNA1, 16 on XDNA2)
+	MaxInFlight int     // commands in flight per context (HWCTX_MAX_CMDS, 4)
 }
 
 // Device is one NPU (or its emulation). Implementations are constructed by

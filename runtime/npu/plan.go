@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/runtime/npu/txn"
 )
 
 // ErrTooLarge reports a matrix one of whose tiles does not fit in a staging
@@ -43,10 +44,11 @@ func PlanChunks(g planar.Geometry, ringSize int) ([]Chunk, error) {
 		if n == 0 {
 			break
 		}
-		if b := g.TileBytes(n); b > ringSize {
+		b := StagedTileBytes(g, n)
+		if b > ringSize {
 			return nil, fmt.Errorf("%w: group %d tile of %d bytes, buffer of %d", ErrTooLarge, c, b, ringSize)
 		}
-		tb = append(tb, g.TileBytes(n))
+		tb = append(tb, b)
 	}
 	tiles := g.Tiles()
 	// split returns the runs for r runs, or nil if one does not fit.
@@ -79,12 +81,64 @@ func PlanChunks(g planar.Geometry, ringSize int) ([]Chunk, error) {
 	return best, nil
 }
 
-// ioTokens returns the tokens whose activations and outputs fit in I/O
-// buffers of ioSize bytes (at least 1: the buffers grow to one token).
-func ioTokens(g planar.Geometry, ioSize int) int {
-	act := ActLayoutOf(g.Type, g.K).Stride
-	out := 4 * g.N
-	return max(1, min(ioSize/act, ioSize/out))
+// StagedTileBytes is the bytes one K-tile of a group of rows rows takes
+// in a staging buffer: the group's rows in row chunks of RowChunk, each
+// chunk's tile with its planes on 64 bytes (params.go).
+func StagedTileBytes(g planar.Geometry, rows int) int {
+	n := 0
+	for r := 0; r < rows; r += RowChunk {
+		n += TileBytes(g.Type, g.KTile, min(RowChunk, rows-r))
+	}
+	return n
+}
+
+// ioLayout is where the dispatches of one group of tokens put their
+// parameter headers and activation records (bo1) and their outputs (bo2).
+type ioLayout struct {
+	act, out int // bytes of bo1 and bo2 used
+	d        []ioDispatch
+}
+
+// ioDispatch is one dispatch: chunk ci, tokens [s0, s0+ts) of the group.
+type ioDispatch struct {
+	ci, s0, ts int
+	hdr        int   // header offset in bo1; the records follow it
+	outs       []int // output offset of each dispatch column in bo2
+}
+
+// planIO lays out the dispatches of tb tokens over chunks: every chunk is
+// run once per MaxTokens tokens; each dispatch's header and records, and
+// each of its columns' outputs, start on 64 bytes.
+func planIO(g planar.Geometry, chunks []Chunk, tb int, l *ioLayout) {
+	rec := ActLayoutOf(g.Type, g.KTile).Stride
+	*l = ioLayout{d: l.d[:0]}
+	for ci, ch := range chunks {
+		for s0 := 0; s0 < tb; s0 += MaxTokens {
+			ts := min(MaxTokens, tb-s0)
+			d := ioDispatch{ci: ci, s0: s0, ts: ts, hdr: l.act}
+			l.act += ParamsBytes + ch.Tiles*ts*rec
+			for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {
+				_, rows := g.GroupRows(c)
+				d.outs = append(d.outs, l.out)
+				l.out += align64(4 * ts * rows)
+			}
+			l.d = append(l.d, d)
+		}
+	}
+}
+
+// ioTokens returns the most tokens, at least 1 and at most n, whose
+// activations and outputs fit in I/O buffers of ioSize bytes.
+func ioTokens(g planar.Geometry, chunks []Chunk, ioSize, n int) int {
+	var l ioLayout
+	tb := 1
+	for ; tb < n; tb++ {
+		planIO(g, chunks, tb+1, &l)
+		if l.act > ioSize || l.out > ioSize {
+			break
+		}
+	}
+	return tb
 }
 
 // Dispatches returns the kernel runs the Backend submits for one call of
@@ -98,13 +152,36 @@ func Dispatches(g planar.Geometry, tokens, ringSize, ioSize int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	per := ioTokens(g, ioSize)
+	per := ioTokens(g, chunks, ioSize, tokens)
 	n := 0
 	for t0 := 0; t0 < tokens; t0 += per {
 		tb := min(per, tokens-t0)
 		n += len(chunks) * ((tb + MaxTokens - 1) / MaxTokens)
 	}
 	return n, nil
+}
+
+// StreamCounts returns what Dispatches counts plus the TXN words and shim
+// BDs of those dispatches' streams (txn.GEMVWords: one BD per run, as the
+// Backend's buffers never need a split).
+func StreamCounts(g planar.Geometry, tokens, ringSize, ioSize int) (dispatches, words, bds int, err error) {
+	ringSize, ioSize = orDefault(ringSize, DefaultRingSize), orDefault(ioSize, DefaultIOSize)
+	chunks, err := PlanChunks(g, ringSize)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	per := ioTokens(g, chunks, ioSize, tokens)
+	var l ioLayout
+	for t0 := 0; t0 < tokens; t0 += per {
+		planIO(g, chunks, min(per, tokens-t0), &l)
+		for _, d := range l.d {
+			cols := chunks[d.ci].Groups
+			dispatches++
+			words += txn.GEMVWords(cols)
+			bds += 2*cols + 2
+		}
+	}
+	return dispatches, words, bds, nil
 }
 
 func orDefault(v, d int) int {

@@ -32,22 +32,31 @@ import (
 
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/txn"
 	"github.com/xdna-go/xdna/xclbin"
 )
 
 // Config describes the emulated device.
 type Config struct {
-	Name        string // default "emu"
-	Columns     int    // AIE columns a context may use (default 4)
-	MaxContexts int    // hardware contexts (default 6)
-	MaxInFlight int    // commands in flight per context (default 4)
+	Name        string  // default "emu"
+	Gen         txn.Gen // the TXN generation the firmware takes (default npu1)
+	Columns     int     // AIE columns a context may use (default 4)
+	MaxContexts int     // hardware contexts (default 6)
+	MaxInFlight int     // commands in flight per context (default 4)
+	// Kernels makes each context's column kernel (nil: the Go model,
+	// GoKernels; package sim compiles the AIE kernel sources instead).
+	Kernels KernelFactory
 }
 
 // XDNA1 is a Phoenix / Hawk Point NPU: 4 usable columns, 6 contexts.
-func XDNA1() Config { return Config{Name: "emu-xdna1", Columns: 4, MaxContexts: 6, MaxInFlight: 4} }
+func XDNA1() Config {
+	return Config{Name: "emu-xdna1", Gen: txn.NPU1, Columns: 4, MaxContexts: 6, MaxInFlight: 4}
+}
 
 // XDNA2 is a Strix NPU: 8 columns, 16 contexts.
-func XDNA2() Config { return Config{Name: "emu-xdna2", Columns: 8, MaxContexts: 16, MaxInFlight: 4} }
+func XDNA2() Config {
+	return Config{Name: "emu-xdna2", Gen: txn.NPU2, Columns: 8, MaxContexts: 16, MaxInFlight: 4}
+}
 
 // ForTarget returns the configuration for a target name, "xdna1" or "xdna2".
 func ForTarget(target string) (Config, error) {
@@ -74,7 +83,62 @@ const (
 	FaultNone    Fault = iota
 	FaultTimeout       // the run never finishes: Wait times out
 	FaultError         // the run finishes in state ERROR
+	// Wrong streams: the run's instruction stream is corrupted before the
+	// device executes it, as a host bug would (each must fail the run).
+	FaultStreamOpcode // the first op's opcode made unknown
+	FaultStreamGen    // the header names the other generation
+	FaultStreamBD     // a BD written at index 16, past a shim tile's 16
+	FaultStreamLength // the first weight BD's length past its buffer
+	FaultStreamPatch  // the first patch aimed at a BD's length word
 )
+
+const faultStream = FaultStreamOpcode
+
+// FaultNames are the fault kinds by the names --emu-fault takes.
+var FaultNames = map[string]Fault{
+	"timeout": FaultTimeout, "error": FaultError,
+	"txn-opcode": FaultStreamOpcode, "txn-gen": FaultStreamGen, "txn-bd": FaultStreamBD,
+	"txn-length": FaultStreamLength, "txn-patch": FaultStreamPatch,
+}
+
+// corrupt returns a corrupted copy of a valid stream (one that does not
+// decode is returned as it is).
+func corrupt(f Fault, instr []byte) []byte {
+	b := bytes.Clone(instr)
+	switch f {
+	case FaultStreamOpcode:
+		b[16] = 0x77
+		return b
+	case FaultStreamGen:
+		b[2] ^= byte(txn.NPU1 ^ txn.NPU2)
+		return b
+	}
+	s, err := txn.Decode(b)
+	if err != nil {
+		return b
+	}
+ops:
+	for i := range s.Ops {
+		op := &s.Ops[i]
+		_, id, word, isBD := txn.ShimBDAt(op.Addr)
+		switch {
+		case f == FaultStreamBD && op.Code == txn.OpBlockWrite && isBD:
+			op.Addr += uint32(txn.ShimBDs-id) * txn.ShimBDStride
+		case f == FaultStreamLength && op.Code == txn.OpBlockWrite && isBD && id == txn.WeightBD0:
+			op.Words[0] = 1<<30 - 1 // 4 GiB: past any buffer
+		case f == FaultStreamPatch && op.Code == txn.OpDDRPatch && isBD && word == 1:
+			op.Addr -= 4
+		default:
+			continue
+		}
+		break ops
+	}
+	w, err := txn.EncodeWords(s.Header, s.Ops)
+	if err != nil {
+		return b
+	}
+	return txn.Bytes(w)
+}
 
 // Counters is what the device saw.
 type Counters struct {
@@ -85,9 +149,10 @@ type Counters struct {
 	Syncs           int64
 	BytesToDevice   int64
 	BytesFromDevice int64
-	Contexts        int   // hardware contexts created
-	Allocated       int64 // bytes of live buffer objects
-	AllocatedPeak   int64 // high-water mark of Allocated
+	Contexts        int       // hardware contexts created
+	Allocated       int64     // bytes of live buffer objects
+	AllocatedPeak   int64     // high-water mark of Allocated
+	Exec            ExecStats // what the executed streams held and moved
 }
 
 type bo struct {
@@ -105,6 +170,7 @@ type hwctx struct {
 	typ      planar.Type // 0 with anyType: any format
 	anyType  bool
 	kTile    int // 0: any
+	kernel   ColumnKernel
 	inflight int
 }
 
@@ -147,8 +213,14 @@ func New(cfg Config) *Device {
 	if cfg.Name == "" {
 		cfg.Name = "emu"
 	}
+	if cfg.Gen == 0 {
+		cfg.Gen = txn.NPU1
+	}
 	if cfg.Columns <= 0 {
-		cfg.Columns = 4
+		cfg.Columns = cfg.Gen.Columns()
+	}
+	if cfg.Kernels == nil {
+		cfg.Kernels = GoKernels
 	}
 	if cfg.MaxContexts <= 0 {
 		cfg.MaxContexts = 6
@@ -168,7 +240,7 @@ func New(cfg Config) *Device {
 
 // Info describes the device.
 func (d *Device) Info() npu.Info {
-	return npu.Info{Name: d.cfg.Name, Columns: d.cfg.Columns, MaxContexts: d.cfg.MaxContexts, MaxInFlight: d.cfg.MaxInFlight}
+	return npu.Info{Name: d.cfg.Name, Gen: d.cfg.Gen, Columns: d.cfg.Columns, MaxContexts: d.cfg.MaxContexts, MaxInFlight: d.cfg.MaxInFlight}
 }
 
 // Counters returns what the device has seen so far.
@@ -219,6 +291,11 @@ func (d *Device) LoadKernel(data []byte, name string) (npu.Kernel, error) {
 			c.typ, c.kTile, c.anyType = typ, kt, false
 		}
 	}
+	k, err := d.cfg.Kernels(c.typ, c.kTile)
+	if err != nil {
+		return 0, fmt.Errorf("emu: load kernel %q: %w", name, err)
+	}
+	c.kernel = k
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -480,23 +557,23 @@ func (d *Device) finish(r *run, s npu.State, msg string) {
 	close(r.done)
 }
 
-// execute validates the run's descriptor and runs the kernel over the
-// device views of its buffers. While a run is unfinished its buffers cannot
-// be synced or reused, so reading them without the lock is safe.
+// execute runs the instruction stream over the device views of the run's
+// buffers (Execute). While a run is unfinished its buffers cannot be
+// synced or reused, so reading them without the lock is safe.
 func (d *Device) execute(r *run) error {
-	w, act, out := r.data[0].dev, r.data[1].dev, r.data[2].dev
-	desc, err := npu.ParseDesc(r.instr.dev, r.words, npu.Limits{
-		Columns: r.ctx.columns, WBytes: len(w), ActBytes: len(act), OutBytes: len(out),
-	})
-	if err != nil {
-		return err
+	args := make([][]byte, len(r.data))
+	for i, b := range r.data {
+		args[i] = b.dev
 	}
-	if !r.ctx.anyType && (desc.Type != r.ctx.typ || desc.T != r.ctx.kTile) {
-		return fmt.Errorf("%w: %s tiles of %d, the kernel is a %s GEMV with tiles of %d",
-			npu.ErrDescriptor, desc.Type, desc.T, r.ctx.typ, r.ctx.kTile)
+	instr := r.instr.dev[:4*r.words]
+	if r.fault >= faultStream {
+		instr = corrupt(r.fault, instr)
 	}
-	gemv(desc, w, act, out)
-	return nil
+	st, err := Execute(instr, args, ExecConfig{Gen: d.cfg.Gen, Columns: r.ctx.columns, Kernel: r.ctx.kernel, Words: r.words})
+	d.mu.Lock()
+	d.c.Exec.Add(st)
+	d.mu.Unlock()
+	return err
 }
 
 // markerPrefix starts the PDI image of the xclbins XCLBin makes.

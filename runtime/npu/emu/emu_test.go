@@ -13,11 +13,13 @@ import (
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/txn"
 	"github.com/xdna-go/xdna/xclbin"
 )
 
 // rig is one Q8_0 matrix staged by hand on an emulated device, without the
-// Backend: the tests below drive the Device directly.
+// Backend: the tests below drive the Device directly with streams built by
+// txn.GEMV.
 type rig struct {
 	d                   *Device
 	k                   npu.Kernel
@@ -25,7 +27,9 @@ type rig struct {
 	m                   *cpu.Matrix
 	x                   []float32
 	ins, w, act, out    npu.BO
-	desc                *npu.Desc
+	p                   npu.Params
+	gv                  txn.GEMV
+	words               int
 	wHost, aHost, iHost []byte
 }
 
@@ -53,7 +57,12 @@ func newRig(t *testing.T) *rig {
 	if r.k, err = r.d.LoadKernel(x, xclbin.NPUKernel); err != nil {
 		t.Fatal(err)
 	}
-	al := npu.ActLayoutOf(g.Type, g.K)
+	var rows []int
+	for c := 0; c < g.Columns; c++ {
+		_, n := g.GroupRows(c)
+		rows = append(rows, n)
+	}
+	r.p = npu.NewParams(g.Type, g.KTile, g.Tiles(), 1, rows)
 	alloc := func(kind npu.BOKind, n int) (npu.BO, []byte) {
 		h, err := r.d.Alloc(kind, n)
 		if err != nil {
@@ -64,23 +73,44 @@ func newRig(t *testing.T) *rig {
 	}
 	r.ins, r.iHost = alloc(npu.BOInstr, 4096)
 	r.w, r.wHost = alloc(npu.BOData, g.Size())
-	r.act, r.aHost = alloc(npu.BOData, al.Stride)
+	r.act, r.aHost = alloc(npu.BOData, npu.ParamsBytes+r.p.ActBytes())
 	r.out, _ = alloc(npu.BOData, 4*g.N)
-	copy(r.wHost, blob) // the whole blob is the chunk: groups back to back
+	// Fewer rows than a row chunk: a group's planar run is already in the
+	// kernel's order (row chunk, tile, plane), so the blob is the chunk.
+	copy(r.wHost, blob)
 	r.x = make([]float32, g.K)
 	for i := range r.x {
 		r.x[i] = float32(rng.NormFloat64())
 	}
-	npu.PutActs(g.Type, r.x, 1, g.K, r.aHost)
-	r.desc = &npu.Desc{Type: g.Type, K: g.K, N: g.N, T: g.KTile, Tile0: 0, Tiles: g.Tiles(), Tokens: 1,
-		ActStride: al.Stride, OutStride: 4 * g.N}
-	for c := 0; c < g.Columns; c++ {
-		first, n := g.GroupRows(c)
-		off, _ := g.PlaneOffset(c, 0, 0)
-		r.desc.Cols = append(r.desc.Cols, npu.Column{Row0: first, Rows: n, WOff: off, WBytes: g.Tiles() * g.TileBytes(n)})
+	r.p.Put(r.aHost)
+	rec := r.p.RecordBytes()
+	for i := 0; i < g.Tiles(); i++ {
+		npu.PutActs(g.Type, r.x[64*i:64*i+64], 1, 64, r.aHost[npu.ParamsBytes+i*rec:])
 	}
-	r.desc.Encode(r.iHost)
+	r.gv = txn.GEMV{Gen: txn.NPU1, Header: 0, Records: txn.Range{Off: npu.ParamsBytes, Bytes: r.p.ActBytes()}, RowChunks: 1}
+	for c := 0; c < g.Columns; c++ {
+		first, _ := g.GroupRows(c)
+		r.gv.Weights = append(r.gv.Weights, txn.Range{Off: g.GroupOffset(c), Bytes: r.p.WeightBytes(c)})
+		r.gv.Outs = append(r.gv.Outs, txn.Range{Off: 4 * first, Bytes: r.p.OutBytes(c)})
+	}
+	r.encode(t, &r.gv)
 	return r
+}
+
+// encode builds gv's stream into the instruction buffer.
+func (r *rig) encode(t *testing.T, gv *txn.GEMV) {
+	t.Helper()
+	w, _, err := gv.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.putWords(w)
+}
+
+func (r *rig) putWords(w []uint32) {
+	clear(r.iHost)
+	copy(r.iHost, txn.Bytes(w))
+	r.words = len(w)
 }
 
 func (r *rig) syncIn(t *testing.T) {
@@ -96,7 +126,7 @@ func (r *rig) size(h npu.BO) int { m, _ := r.d.Map(h); return len(m) }
 
 func (r *rig) run(t *testing.T) error {
 	t.Helper()
-	h, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.desc.Words(), r.w, r.act, r.out)
+	h, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.words, r.w, r.act, r.out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +152,9 @@ func (r *rig) y(t *testing.T) []float32 {
 func TestReadsOnlyStagedBytes(t *testing.T) {
 	r := newRig(t)
 	if err := r.d.Sync(r.ins, npu.ToDevice, 0, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.d.Sync(r.act, npu.ToDevice, 0, npu.ParamsBytes); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.run(t); err != nil {
@@ -151,43 +184,39 @@ func TestReadsOnlyStagedBytes(t *testing.T) {
 func TestRunChecks(t *testing.T) {
 	r := newRig(t)
 	r.syncIn(t)
-	if _, err := r.d.Run(r.k, 2, r.ins, r.desc.Words(), r.w, r.act, r.out); err == nil {
+	if _, err := r.d.Run(r.k, 2, r.ins, r.words, r.w, r.act, r.out); err == nil {
 		t.Error("opcode 2: no error")
 	}
-	if _, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.desc.Words(), r.w, r.act); err == nil {
+	if _, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.words, r.w, r.act); err == nil {
 		t.Error("two data buffers: no error")
 	}
-	if _, err := r.d.Run(r.k, npu.OpcodeTxn, r.w, r.desc.Words(), r.w, r.act, r.out); err == nil {
+	if _, err := r.d.Run(r.k, npu.OpcodeTxn, r.w, r.words, r.w, r.act, r.out); err == nil {
 		t.Error("data buffer as instructions: no error")
 	}
-	if _, err := r.d.Run(9, npu.OpcodeTxn, r.ins, r.desc.Words(), r.w, r.act, r.out); !errors.Is(err, npu.ErrHandle) {
+	if _, err := r.d.Run(9, npu.OpcodeTxn, r.ins, r.words, r.w, r.act, r.out); !errors.Is(err, npu.ErrHandle) {
 		t.Errorf("bad kernel: %v", err)
 	}
-	// A descriptor naming Q4_0: the kernel is a Q8_0 GEMV.
-	d := *r.desc
-	d.Type = planar.Q4_0
-	d.Cols = nil
-	for c := 0; c < r.g.Columns; c++ {
-		first, n := r.g.GroupRows(c)
-		gg := npu.RunGeometry(planar.Q4_0, n, 64, 2)
-		off := 0
-		if c > 0 {
-			off = 2 * npu.RunGeometry(planar.Q4_0, 5, 64, 2).TileBytes(5)
-		}
-		d.Cols = append(d.Cols, npu.Column{Row0: first, Rows: n, WOff: off, WBytes: 2 * gg.TileBytes(n)})
-	}
-	d.ActStride = npu.ActLayoutOf(planar.Q4_0, d.K).Stride
-	d.Encode(r.iHost)
-	r.d.Sync(r.ins, npu.ToDevice, 0, 4096)
+	// A header naming Q4_0: the kernel is a Q8_0 GEMV.
+	p := r.p
+	p.Type = planar.Q4_0
+	p.Put(r.aHost)
+	r.d.Sync(r.act, npu.ToDevice, 0, npu.ParamsBytes)
 	var re *npu.RunError
 	if err := r.run(t); !errors.As(err, &re) || re.State != npu.StateError || !strings.Contains(re.Msg, "Q8_0 GEMV") {
 		t.Errorf("wrong format: %v, want ERROR naming the kernel", err)
 	}
-	// A corrupt descriptor.
-	r.iHost[4*3] ^= 1
-	r.d.Sync(r.ins, npu.ToDevice, 0, 4096)
-	if err := r.run(t); !errors.As(err, &re) || !strings.Contains(re.Msg, "check word") {
-		t.Errorf("corrupt descriptor: %v, want ERROR with the check word", err)
+	r.p.Put(r.aHost)
+	r.d.Sync(r.act, npu.ToDevice, 0, npu.ParamsBytes)
+	// An instruction count that is not the stream's.
+	h, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.words+1, r.w, r.act, r.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.d.Wait(h, time.Second); !errors.As(err, &re) || !strings.Contains(re.Msg, "instruction words") {
+		t.Errorf("ninstr off by one: %v, want ERROR naming the instruction count", err)
+	}
+	if err := r.run(t); err != nil {
+		t.Errorf("the good stream after them: %v", err)
 	}
 }
 
@@ -199,13 +228,13 @@ func TestHangAndBusy(t *testing.T) {
 	r.d.InjectFault(1, FaultTimeout)
 	var runs []npu.Run
 	for i := 0; i < 4; i++ {
-		h, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.desc.Words(), r.w, r.act, r.out)
+		h, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.words, r.w, r.act, r.out)
 		if err != nil {
 			t.Fatal(err)
 		}
 		runs = append(runs, h)
 	}
-	if _, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.desc.Words(), r.w, r.act, r.out); !errors.Is(err, npu.ErrInFlight) {
+	if _, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.words, r.w, r.act, r.out); !errors.Is(err, npu.ErrInFlight) {
 		t.Errorf("fifth run in flight: %v, want ErrInFlight", err)
 	}
 	if err := r.d.Wait(runs[0], 20*time.Millisecond); !errors.Is(err, npu.ErrTimeout) {

@@ -2,8 +2,8 @@ package emu
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
-	"sync"
 
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/npu"
@@ -11,11 +11,13 @@ import (
 
 // The GEMV kernel, as each AIE column runs it.
 //
-// Column j of a run streams its group's run of bo0 tile by tile (per tile,
-// each plane of the group's rows, npu.RunGeometry) and, for every row and
-// every token, multiplies the row's tile with the token's activation tile
-// from bo1 (npu.ActLayoutOf) and adds the result into the row's f32 output
-// in bo2. The arithmetic, per row, tile and token:
+// Column c of a dispatch reads the parameter header and the activation
+// records from the broadcast stream and its rows' weights, row chunk by
+// row chunk and tile by tile, from its own stream (npu/params.go); for
+// every row and token it multiplies the row's tile with the token's
+// activation record and adds the result into the row's f32 accumulator,
+// which it drains when the chunk's last tile is done. The arithmetic, per
+// row, tile and token:
 //
 //	Q4_0  per block of 32: isum = sum(q_w*q_x) - 8*sum(q_x)       4-bit x int8 -> int32, exact
 //	      acc += float32(isum) * (d_w*d_x)                        f16 d_w, f16 d_x widened; products and sum in f32
@@ -30,7 +32,7 @@ import (
 //	      acc += float32(sumi) * (d*d_x)
 //	F32, F16, BF16: acc = (s0+s1)+(s2+s3), four f32 partial sums of w*x over
 //	      the tile's elements (x rounded to f16 / bf16 by the host)
-//	then  y = acc (first tile of the row, no FlagAccumulate), else y = y + acc   f32
+//	then  y = acc (first tile of the dispatch), else y = y + acc   f32
 //
 // Blocks are summed in order within a tile, and tiles in order into y.
 // This is the order of package cpu's kernels, so for the same activations
@@ -40,47 +42,92 @@ import (
 // order; the f32 scale products are one multiply per block, cheap even on
 // AIE-ML, whose fp32 multiply is emulated.
 
-// gemv executes a validated descriptor: the columns run in parallel, each
-// writing only its own rows of bo2.
-func gemv(d *npu.Desc, w, act, out []byte) {
-	al := npu.ActLayoutOf(d.Type, d.K)
-	var wg sync.WaitGroup
-	for _, c := range d.Cols {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			column(d, al, c, w[c.WOff:c.WOff+c.WBytes], act, out)
-		}()
-	}
-	wg.Wait()
+// model is the Go model of the GEMV kernel: a ColumnKernel for weights of
+// one format and K-tile (any, with anyType).
+type model struct {
+	typ     planar.Type
+	kTile   int
+	anyType bool
+	columns int
 }
 
-// column runs one column's share.
-func column(d *npu.Desc, al npu.ActLayout, c npu.Column, run, act, out []byte) {
-	rg := npu.RunGeometry(d.Type, c.Rows, d.T, d.Tiles)
-	np := len(rg.Format().Planes)
-	var off, per [4]int
-	var pl [4][]byte
-	for t := 0; t < d.Tiles; t++ {
-		tt := d.Tile0 + t
-		for p := 0; p < np; p++ {
-			off[p], per[p] = rg.PlaneOffset(0, t, p)
+// GoKernels is the KernelFactory of the Go model.
+func GoKernels(typ planar.Type, kTile int) (ColumnKernel, error) {
+	return &model{typ: typ, kTile: kTile, anyType: typ == 0 && kTile == 0}, nil
+}
+
+// RunColumn parses the header object, checks that the streams hold exactly
+// what it implies (on hardware a short stream hangs the core and a long
+// one the DMA), and computes the column's rows chunk by chunk, reading
+// each row chunk's replay of the activation records.
+func (k *model) RunColumn(col int, w, acts, out []byte) (int, error) {
+	p, err := npu.ParseParams(acts, npu.MaxColumns)
+	if err != nil {
+		return 0, err
+	}
+	if !k.anyType && (p.Type != k.typ || p.T != k.kTile) {
+		return 0, fmt.Errorf("%w: %s tiles of %d, the kernel is a %s GEMV with tiles of %d", npu.ErrParams, p.Type, p.T, k.typ, k.kTile)
+	}
+	rows := 0
+	if col < len(p.Rows) {
+		rows = p.Rows[col]
+	}
+	if want := 4 * p.Tokens * rows; len(out) != want {
+		return 0, fmt.Errorf("column %d: %d rows x %d tokens make %d output bytes, the stream drains %d", col, rows, p.Tokens, want, len(out))
+	}
+	if want := npu.ParamsBytes + p.RowChunks*p.ActBytes(); len(acts) != want {
+		return 0, fmt.Errorf("activation stream of %d bytes, the header implies %d (%d row chunks of %d)", len(acts), want, p.RowChunks, p.ActBytes())
+	}
+	if rows == 0 {
+		if len(w) != 0 {
+			return 0, fmt.Errorf("column %d has no rows but streamed %d weight bytes", col, len(w))
 		}
-		for i := 0; i < c.Rows; i++ {
-			for p := 0; p < np; p++ {
-				pl[p] = run[off[p]+i*per[p] : off[p]+(i+1)*per[p]]
-			}
-			for b := 0; b < d.Tokens; b++ {
-				a := act[d.ActOff+b*d.ActStride : d.ActOff+(b+1)*d.ActStride]
-				v := dot(d.Type, &al, &pl, a, tt, d.T)
-				o := d.OutOff + b*d.OutStride + 4*(c.Row0+i)
-				if t > 0 || d.Flags&npu.FlagAccumulate != 0 {
-					v = math.Float32frombits(binary.LittleEndian.Uint32(out[o:])) + v
+		return 0, nil
+	}
+	pc := *p
+	pc.Rows = []int{rows}
+	if want := pc.WeightBytes(0); len(w) != want {
+		return 0, fmt.Errorf("column %d: weight stream of %d bytes, %d rows x %d tiles need %d", col, len(w), rows, p.Tiles, want)
+	}
+	al := npu.ActLayoutOf(p.Type, p.T)
+	rec := p.RecordBytes()
+	f, _ := planar.FormatOf(p.Type) // ParseParams checked it
+	np := len(f.Planes)
+	acc := make([]float32, p.Tokens*p.RowChunk)
+	wo, oo := 0, 0
+	for r := 0; r < p.RowChunks; r++ {
+		rc := p.ChunkRows(rows, r)
+		replay := acts[npu.ParamsBytes+r*p.ActBytes():]
+		g := npu.RunGeometry(p.Type, rc, p.T, 1)
+		var off, per [4]int
+		for q := 0; q < np; q++ {
+			off[q], per[q] = g.PlaneOffset(0, 0, q)
+		}
+		tb := g.TileBytes(rc)
+		var pl [4][]byte
+		for i := 0; i < p.Tiles; i++ {
+			tile := w[wo : wo+tb]
+			for row := 0; row < rc; row++ {
+				for q := 0; q < np; q++ {
+					pl[q] = tile[off[q]+row*per[q] : off[q]+(row+1)*per[q]]
 				}
-				binary.LittleEndian.PutUint32(out[o:], math.Float32bits(v))
+				for b := 0; b < p.Tokens; b++ {
+					a := replay[(i*p.Tokens+b)*rec : (i*p.Tokens+b+1)*rec]
+					v := dot(p.Type, &al, &pl, a, 0, p.T)
+					if i > 0 {
+						v = acc[b*rc+row] + v
+					}
+					acc[b*rc+row] = v
+				}
 			}
+			wo += tb
+		}
+		for _, v := range acc[:p.Tokens*rc] {
+			binary.LittleEndian.PutUint32(out[oo:], math.Float32bits(v))
+			oo += 4
 		}
 	}
+	return oo, nil
 }
 
 // dot is one row's tile (planes pl) against one token's activation tile tt

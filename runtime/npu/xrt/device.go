@@ -34,6 +34,7 @@ import (
 
 	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/probe"
+	"github.com/xdna-go/xdna/runtime/npu/txn"
 	"github.com/xdna-go/xdna/xclbin"
 )
 
@@ -108,13 +109,13 @@ func Open(index int) (*Device, error) {
 // infoFor describes the index-th device from the pure-Go probe; without
 // one it assumes the smaller XDNA1 limits.
 func infoFor(index int) npu.Info {
-	info := npu.Info{Name: fmt.Sprintf("xrt:%d", index), Columns: 4, MaxContexts: 6, MaxInFlight: 4}
+	info := npu.Info{Name: fmt.Sprintf("xrt:%d", index), Gen: txn.NPU1, Columns: 4, MaxContexts: 6, MaxInFlight: 4}
 	infos, err := probe.Probe()
 	if err != nil || index >= len(infos) {
 		return info
 	}
 	if infos[index].Target() == "xdna2" {
-		info.Columns, info.MaxContexts = 8, 16
+		info.Gen, info.Columns, info.MaxContexts = txn.NPU2, 8, 16
 	}
 	info.Name = fmt.Sprintf("xrt:%d %s", index, infos[index].Generation())
 	return info
