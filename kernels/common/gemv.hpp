@@ -1,9 +1,10 @@
 // xdna GEMV kernels: the code shared by XDNA1 (AIE2) and XDNA2 (AIE2P), templated on
 // the lane count V (output rows per vector: 32 on AIE2, 64 on AIE2P) and the K-tile T.
 //
-// One core, one call of a tile kernel (gemv_<fmt>_tile): its V-row groups of one
-// (row chunk, K-tile) weight object times the activation records of every token of that
-// tile, into the core's f32 accumulators y[token][row] (first tile stores, later tiles
+// One core, one call of a tile kernel (gemv_<fmt>_tile): the V-row groups of one weight
+// object (a piece of at most kernels/l1.tsv's rows of the core's share of one (row
+// chunk, K-tile) object) times the activation records of every token of that tile, into
+// the core's f32 accumulators y[token*ystride + row] (first tile stores, later tiles
 // add: CONTRACT.md "Output stream"). Arithmetic, per row, token and block, is exactly
 // runtime/npu/emu/kernel.go's (integer dot products exact in acc32, one f32 rescale per
 // block, blocks summed in order from 0 into the tile's partial, the partial added to y),
@@ -215,7 +216,7 @@ template <unsigned V, unsigned T> struct q6_k {
 // ~2 B/cycle a core's share of the column stream delivers (32 GB/s / 16 cores at 1 GHz).
 // Q5_0 adds 32 bit extractions and 32 macs per block (~2x the ops).
 template <unsigned V, unsigned T, bool Q5>
-void gemv_q40_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, unsigned tokens, float* y, bool first) {
+void gemv_q40_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, unsigned tokens, float* y, unsigned ystride, bool first) {
   using namespace aie;
   using L = std::conditional_t<Q5, q5_0<V, T>, q4_0<V, T>>;
   using R = q80_rec<T>;
@@ -251,7 +252,7 @@ void gemv_q40_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, uns
         vector<float, V> s = mul(h16<V>(scales, PS, rows_pad, b, r0), dx).template to_vector<float>();
         part = add(part, mul(to_float<float>(isum, 0), s).template to_vector<float>());
       }
-      store_y<V>(y + t * rows_pad + r0, part, first);
+      store_y<V>(y + t * ystride + r0, part, first);
     }
   }
 }
@@ -261,7 +262,7 @@ void gemv_q40_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, uns
 // rows: 8 loads, 48 shuffles, 32 macs, ~12 rescale ops: ~55 cycles for 1088 bytes
 // (~20 B/cycle, estimate).
 template <unsigned V, unsigned T>
-void gemv_q80_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, unsigned tokens, float* y, bool first) {
+void gemv_q80_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, unsigned tokens, float* y, unsigned ystride, bool first) {
   using namespace aie;
   using L = q8_0<V, T>;
   using R = q80_rec<T>;
@@ -284,7 +285,7 @@ void gemv_q80_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, uns
         vector<float, V> s = mul(h16<V>(scales, L::P1, rows_pad, b, r0), dx).template to_vector<float>();
         part = add(part, mul(to_float<float>(sum4<V>(acc), 0), s).template to_vector<float>());
       }
-      store_y<V>(y + t * rows_pad + r0, part, first);
+      store_y<V>(y + t * ystride + r0, part, first);
     }
   }
 }
@@ -299,7 +300,7 @@ void gemv_q80_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, uns
 // shuffles, 256 muls + 256 macs (16-bit), ~20 rescale ops: ~300 cycles for 4736 bytes
 // (~15 B/cycle, estimate); Q5_K adds 256 bit extractions.
 template <unsigned V, unsigned T, bool Q5>
-void gemv_qk_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, unsigned tokens, float* y, bool first) {
+void gemv_qk_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, unsigned tokens, float* y, unsigned ystride, bool first) {
   using namespace aie;
   using R = q8k_rec<T>;
   const uint8_t* codes = w;
@@ -342,7 +343,7 @@ void gemv_qk_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, unsi
         vector<float, V> c = mul(dmin, to_float<float>(macc.template to_vector<int32_t>(0), 0)).template to_vector<float>();
         part = add(part, sub(a, c));
       }
-      store_y<V>(y + t * rows_pad + r0, part, first);
+      store_y<V>(y + t * ystride + r0, part, first);
     }
   }
 }
@@ -354,7 +355,7 @@ void gemv_qk_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, unsi
 // rows: 68 loads, ~400 shuffles, 256 muls + 256 macs: ~400 cycles for 8768 bytes
 // (~20 B/cycle, estimate).
 template <unsigned V, unsigned T>
-void gemv_q6k_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, unsigned tokens, float* y, bool first) {
+void gemv_q6k_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, unsigned tokens, float* y, unsigned ystride, bool first) {
   using namespace aie;
   using R = q8k_rec<T>;
   const uint8_t* codes = w;
@@ -388,7 +389,7 @@ void gemv_q6k_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, uns
         vector<float, V> d = mul(h16<V>(dp, T / 128, rows_pad, s, r0), dx).template to_vector<float>();
         part = add(part, mul(to_float<float>(sum4<V>(acc), 0), d).template to_vector<float>());
       }
-      store_y<V>(y + t * rows_pad + r0, part, first);
+      store_y<V>(y + t * ystride + r0, part, first);
     }
   }
 }

@@ -5,6 +5,7 @@
 // kernels/common/gemv.hpp; per (row chunk, K-tile) object one core computes its rows
 // (rows_pad <= the L1 cap of kernels/README.md) for every token. Expected cycles per
 // block are in gemv.hpp (estimates; nothing here has run on an AIE2P; its cycle counts are the AIE2 ones halved per row).
+#include <algorithm>
 #include <cstdio>
 #include "../common/gemv.hpp"
 

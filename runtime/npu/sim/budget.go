@@ -25,7 +25,7 @@ const (
 	StackBytes  = 1 << 10  // default core stack
 	AccBytes    = 8 << 10  // accumulator budget of CONTRACT.md
 	HeaderBytes = 64       // the header object
-	MaxTokens   = 16       // tokens per dispatch (CONTRACT.md header word 4)
+	MaxTokens   = npu.MaxTokens
 )
 
 // Lanes returns the output rows per vector of target's kernels: 32 on XDNA1 (AIE2),
@@ -41,6 +41,7 @@ func Lanes(target string) int {
 }
 
 // Budget is one core's L1 use for a kernel with RowsPad rows per weight object.
+// The accumulators are always the contract's 8 KiB (CoreRows x MaxTokens x 4).
 type Budget struct {
 	Target  string
 	Type    planar.Type
@@ -59,7 +60,8 @@ func (b Budget) Total() int { return b.Weights + b.Acts + b.Header + b.Acc + b.S
 // Fits reports whether the budget fits the data memory.
 func (b Budget) Fits() bool { return b.Total() <= DataMemory }
 
-// L1 returns the budget of target's (typ, kTile) kernel with rowsPad rows per core.
+// L1 returns the budget of target's (typ, kTile) kernel with weight objects of
+// rowsPad rows.
 func L1(target string, typ planar.Type, kTile, rowsPad int) (Budget, error) {
 	if Lanes(target) == 0 {
 		return Budget{}, fmt.Errorf("sim: unknown target %q", target)
@@ -76,15 +78,16 @@ func L1(target string, typ planar.Type, kTile, rowsPad int) (Budget, error) {
 	}, nil
 }
 
-// MaxRows returns the largest rows per core (a multiple of the target's lanes) whose
-// budget fits, the cap the designs are built with; 0 if none fits.
+// MaxRows returns the largest rows per weight object (a multiple of the target's
+// lanes, at most CoreRows) whose budget fits: the object size the designs are built
+// with (kernels/l1.tsv); 0 if none fits.
 func MaxRows(target string, typ planar.Type, kTile int) int {
 	v := Lanes(target)
 	if v == 0 {
 		return 0
 	}
 	best := 0
-	for r := v; r <= 1<<14; r += v {
+	for r := v; r <= CoreRows; r += v {
 		b, err := L1(target, typ, kTile, r)
 		if err != nil || !b.Fits() {
 			break
@@ -94,16 +97,17 @@ func MaxRows(target string, typ planar.Type, kTile int) int {
 	return best
 }
 
-// RowChunk returns the rows per row chunk (RC, CONTRACT.md header word 5) that fit
-// both the accumulators and the weight buffers of target's (typ, kTile) kernel for
-// tokens tokens: 4 cores x min(the largest multiple of the lanes with rows x tokens x 4
-// <= 8 KiB, MaxRows). CONTRACT.md v1's 4 * ((2048/tokens) &^ 15) bounds only the
-// accumulators and overflows the weight buffers (kernels/README.md, "L1 budget").
-func RowChunk(target string, typ planar.Type, kTile, tokens int) int {
-	v := Lanes(target)
-	if v == 0 || tokens < 1 || tokens > MaxTokens {
+// CoreRows is the rows of a row chunk one core accumulates: npu.RowChunk (512) over
+// the column's 4 cores, 128 rows x 16 tokens x 4 bytes = the 8 KiB of accumulators.
+const CoreRows = npu.RowChunk / npu.CoresPerColumn
+
+// Pieces returns how many weight objects of at most MaxRows rows carry a core's
+// CoreRows rows of one (row chunk, K-tile) object: the memtile sends them one after
+// the other, and the core runs the tile kernel once per piece.
+func Pieces(target string, typ planar.Type, kTile int) int {
+	m := MaxRows(target, typ, kTile)
+	if m == 0 {
 		return 0
 	}
-	acc := AccBytes / 4 / tokens / v * v
-	return 4 * min(acc, MaxRows(target, typ, kTile))
+	return (CoreRows + m - 1) / m
 }

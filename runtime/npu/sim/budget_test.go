@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/xdna-go/xdna/kernelsel"
+	"github.com/xdna-go/xdna/runtime/npu"
 )
 
 var update = flag.Bool("update", false, "rewrite kernels/l1.tsv from the budget")
@@ -43,7 +44,7 @@ func l1Table(t *testing.T) []byte {
 // TestL1Budget checks, for every slot of the catalog (manifest.toml), that one core's
 // buffers fit the 64 KiB data memory with the rows per core the design is built with,
 // prints the table, and requires kernels/l1.tsv (what kernels/Makefile builds) to be
-// this table. It also prints what CONTRACT.md v1's row chunk would need.
+// this table. It also prints how the contract's row chunk is split.
 func TestL1Budget(t *testing.T) {
 	got := l1Table(t)
 	t.Logf("L1 budget per core:\n%s", got)
@@ -61,23 +62,14 @@ func TestL1Budget(t *testing.T) {
 		t.Errorf("%s differs from the budget: the design would be built with other buffer sizes than the simulation checks (regenerate with -update)", path)
 	}
 
-	// CONTRACT.md v1: RC = 4 * ((2048/tokens) &^ 15), i.e. (2048/tokens)&^15 rows per
-	// core, bounded by the accumulators only.
+	// The contract's row chunk (npu.RowChunk): CoreRows rows per core, delivered in
+	// Pieces objects of at most MaxRows rows.
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%-16s %6s %9s %9s %9s %s\n", "slot", "tokens", "rows/core", "L1 bytes", "cap rows", "RowChunk")
-	over := 0
 	for _, s := range kernelsel.Default().Slots {
-		for _, tok := range []int{1, 4, 16} {
-			rows := (2048 / tok) &^ 15
-			v := Lanes(s.Target)
-			bu, _ := L1(s.Target, s.Type, s.KTile, (rows+v-1)/v*v)
-			mark := ""
-			if !bu.Fits() {
-				mark, over = " overflows", over+1
-			}
-			fmt.Fprintf(&b, "%-16s %6d %9d %9d %9d %d%s\n", s.Name, tok, rows, bu.Total(), MaxRows(s.Target, s.Type, s.KTile),
-				RowChunk(s.Target, s.Type, s.KTile, tok), mark)
-		}
+		m := MaxRows(s.Target, s.Type, s.KTile)
+		whole, _ := L1(s.Target, s.Type, s.KTile, CoreRows)
+		fmt.Fprintf(&b, "%-16s %d rows per core in %d object(s) of <= %d rows; one object of all %d rows would need %d bytes\n",
+			s.Name, CoreRows, Pieces(s.Target, s.Type, s.KTile), m, CoreRows, whole.Total())
 	}
-	t.Logf("CONTRACT.md v1 row chunks against the L1 (%d of %d overflow; sim.RowChunk fits):\n%s", over, 3*len(kernelsel.Default().Slots), b.String())
+	t.Logf("row chunk of %d rows (runtime/npu/params.go):\n%s", npu.RowChunk, b.String())
 }

@@ -9,9 +9,9 @@ int xdna1_lanes(void);
 int xdna2_lanes(void);
 unsigned xdna1_obj_bytes(int fmt, unsigned T, unsigned rp);
 unsigned xdna2_obj_bytes(int fmt, unsigned T, unsigned rp);
-int xdna1_run(int fmt, unsigned T, const uint8_t* w, unsigned obj_bytes, unsigned rp, unsigned tiles,
+int xdna1_run(int fmt, unsigned T, const uint8_t* w, unsigned rows, unsigned piece, unsigned tiles,
               const uint8_t* acts, unsigned rec_stride, unsigned tokens, float* y, char* err, int errlen);
-int xdna2_run(int fmt, unsigned T, const uint8_t* w, unsigned obj_bytes, unsigned rp, unsigned tiles,
+int xdna2_run(int fmt, unsigned T, const uint8_t* w, unsigned rows, unsigned piece, unsigned tiles,
               const uint8_t* acts, unsigned rec_stride, unsigned tokens, float* y, char* err, int errlen);
 */
 import "C"
@@ -38,9 +38,10 @@ func cObjectBytes(target string, typ planar.Type, kTile, rowsPad int) int {
 	return int(C.xdna2_obj_bytes(C.int(typ), C.uint(kTile), C.uint(rowsPad)))
 }
 
-// runCore runs one core's row chunk: the tile kernel over tiles weight objects of
-// objBytes (w) and the records acts, into y [tokens][rowsPad].
-func runCore(target string, typ planar.Type, kTile int, w []byte, objBytes, rowsPad, tiles int, acts []byte, stride, tokens int, y []float32) error {
+// runCore runs one core's row chunk of rows rows: the tile kernel over the weight
+// objects in w (per tile, per piece of at most piece rows) and the records acts, into
+// y [tokens][rows padded to the lanes].
+func runCore(target string, typ planar.Type, kTile int, w []byte, rows, piece, tiles int, acts []byte, stride, tokens int, y []float32) error {
 	var msg [256]byte
 	wp := (*C.uint8_t)(unsafe.Pointer(&w[0]))
 	ap := (*C.uint8_t)(unsafe.Pointer(&acts[0]))
@@ -48,9 +49,9 @@ func runCore(target string, typ planar.Type, kTile int, w []byte, objBytes, rows
 	ep := (*C.char)(unsafe.Pointer(&msg[0]))
 	var rc C.int
 	if target == "xdna1" {
-		rc = C.xdna1_run(C.int(typ), C.uint(kTile), wp, C.uint(objBytes), C.uint(rowsPad), C.uint(tiles), ap, C.uint(stride), C.uint(tokens), yp, ep, C.int(len(msg)))
+		rc = C.xdna1_run(C.int(typ), C.uint(kTile), wp, C.uint(rows), C.uint(piece), C.uint(tiles), ap, C.uint(stride), C.uint(tokens), yp, ep, C.int(len(msg)))
 	} else {
-		rc = C.xdna2_run(C.int(typ), C.uint(kTile), wp, C.uint(objBytes), C.uint(rowsPad), C.uint(tiles), ap, C.uint(stride), C.uint(tokens), yp, ep, C.int(len(msg)))
+		rc = C.xdna2_run(C.int(typ), C.uint(kTile), wp, C.uint(rows), C.uint(piece), C.uint(tiles), ap, C.uint(stride), C.uint(tokens), yp, ep, C.int(len(msg)))
 	}
 	switch rc {
 	case 0:

@@ -46,48 +46,51 @@ func randomMatrix(t *testing.T, typ planar.Type, n, k, cols, kTile int, seed uin
 	return matrix{g, blob}
 }
 
-// dispatch is the streams of one dispatch over a whole matrix, built per CONTRACT.md
-// the way the host stages them: the header object and activation records (bo1), each
-// column's weight stream (its run of bo0) reordered by (row chunk, K-tile).
+// dispatch is the streams of one dispatch over a whole matrix, built per the device
+// contract (runtime/npu/params.go) the way the host stages them: the header object
+// and the activation records once per row chunk (what the broadcast DMA delivers),
+// and each column's weight stream reordered by (row chunk, K-tile).
 type dispatch struct {
-	h       Header
+	p       npu.Params
 	acts    []byte
 	weights [][]byte
 }
 
-func buildDispatch(m matrix, x []float32, tokens, rc int) dispatch {
+func buildDispatch(m matrix, x []float32, tokens int) dispatch {
 	g := m.g
-	h := Header{Type: g.Type, T: g.KTile, Tiles: g.Tiles(), Tokens: tokens, RC: rc, NCols: g.Columns}
-	maxRows := 0
-	for c := 0; c < g.Columns; c++ {
-		_, h.Rows[c] = g.GroupRows(c)
-		maxRows = max(maxRows, h.Rows[c])
+	rows := make([]int, g.Columns)
+	for c := range rows {
+		_, rows[c] = g.GroupRows(c)
 	}
-	h.RowChunks = (maxRows + rc - 1) / rc
-	stride := npu.ActLayoutOf(g.Type, g.KTile).Stride
-	acts := make([]byte, HeaderBytes+h.Tiles*tokens*stride)
-	PutHeader(acts, h)
-	for i := 0; i < h.Tiles; i++ {
+	p := npu.NewParams(g.Type, g.KTile, g.Tiles(), tokens, rows)
+	stride := p.RecordBytes()
+	recs := make([]byte, p.ActBytes())
+	for i := 0; i < p.Tiles; i++ {
 		for b := 0; b < tokens; b++ {
-			rec := acts[HeaderBytes+(i*tokens+b)*stride:]
-			npu.PutActs(g.Type, x[b*g.K+i*g.KTile:b*g.K+(i+1)*g.KTile], 1, g.KTile, rec[:stride])
+			rec := recs[(i*tokens+b)*stride : (i*tokens+b+1)*stride]
+			npu.PutActs(g.Type, x[b*g.K+i*g.KTile:b*g.K+(i+1)*g.KTile], 1, g.KTile, rec)
 		}
 	}
-	d := dispatch{h: h, acts: acts}
+	acts := make([]byte, npu.ParamsBytes)
+	p.Put(acts)
+	for r := 0; r < p.RowChunks; r++ {
+		acts = append(acts, recs...)
+	}
+	d := dispatch{p: p, acts: acts}
 	planes := g.Format().Planes
 	for c := 0; c < g.Columns; c++ {
 		var w []byte
-		for r := 0; r < h.RowChunks; r++ {
-			n := h.chunkRows(h.Rows[c], r)
+		for r := 0; r < p.RowChunks; r++ {
+			n := p.ChunkRows(rows[c], r)
 			if n == 0 {
 				continue
 			}
-			for i := 0; i < h.Tiles; i++ {
-				obj := make([]byte, npu.RunGeometry(g.Type, n, g.KTile, 1).TileBytes(n))
+			for i := 0; i < p.Tiles; i++ {
+				obj := make([]byte, npu.TileBytes(g.Type, g.KTile, n))
 				o := 0
-				for p, pl := range planes {
-					off, per := g.PlaneOffset(c, i, p)
-					copy(obj[o:], m.blob[off+r*rc*per:off+(r*rc+n)*per])
+				for q, pl := range planes {
+					off, per := g.PlaneOffset(c, i, q)
+					copy(obj[o:], m.blob[off+r*p.RowChunk*per:off+(r*p.RowChunk+n)*per])
 					o += align64(n * pl.PerRow(g.KTile))
 				}
 				w = append(w, obj...)
@@ -101,31 +104,32 @@ func buildDispatch(m matrix, x []float32, tokens, rc int) dispatch {
 // run executes every column with kernel k and returns y [tokens][N].
 func (d *dispatch) run(t *testing.T, k *Column, g planar.Geometry) []float32 {
 	t.Helper()
-	y := make([]float32, d.h.Tokens*g.N)
+	tok := d.p.Tokens
+	y := make([]float32, tok*g.N)
 	for c := 0; c < g.Columns; c++ {
 		first, rows := g.GroupRows(c)
-		out := make([]byte, 4*d.h.Tokens*rows+64) // guard band past the output
+		out := make([]byte, 4*tok*rows+64) // guard band past the output
 		for i := range out {
 			out[i] = 0xA5
 		}
-		got, err := k.RunColumn(c, d.weights[c], d.acts, out[:4*d.h.Tokens*rows])
+		got, err := k.RunColumn(c, d.weights[c], d.acts, out[:4*tok*rows])
 		if err != nil {
 			t.Fatalf("column %d: %v", c, err)
 		}
-		if got != 4*d.h.Tokens*rows {
-			t.Fatalf("column %d: produced %d bytes, want %d", c, got, 4*d.h.Tokens*rows)
+		if got != 4*tok*rows {
+			t.Fatalf("column %d: produced %d bytes, want %d", c, got, 4*tok*rows)
 		}
-		for _, v := range out[4*d.h.Tokens*rows:] {
+		for _, v := range out[4*tok*rows:] {
 			if v != 0xA5 {
 				t.Fatalf("column %d wrote past its output", c)
 			}
 		}
 		o := 0
-		for r := 0; r < d.h.RowChunks; r++ {
-			n := d.h.chunkRows(rows, r)
-			for b := 0; b < d.h.Tokens; b++ {
+		for r := 0; r < d.p.RowChunks; r++ {
+			n := d.p.ChunkRows(rows, r)
+			for b := 0; b < tok; b++ {
 				for i := 0; i < n; i++ {
-					y[b*g.N+first+r*d.h.RC+i] = math.Float32frombits(binary.LittleEndian.Uint32(out[o:]))
+					y[b*g.N+first+r*d.p.RowChunk+i] = math.Float32frombits(binary.LittleEndian.Uint32(out[o:]))
 					o += 4
 				}
 			}
@@ -258,10 +262,11 @@ var simTypes = []struct {
 // cpu.MatMat, which computes the same integers and the same f32 rescales per block.
 func TestKernelsAgainstDequant(t *testing.T) {
 	needKernels(t)
-	shapes := []struct{ n, tiles, tokens, rc int }{
-		{37, 3, 1, 0},   // fewer rows than cores in some columns
-		{301, 2, 3, 32}, // several row chunks, the last one short
-		{1000, 1, 16, 0},
+	// n < 0: -n rows per column plus 5 rows: two row chunks, the second short.
+	shapes := []struct{ n, tiles, tokens int }{
+		{37, 3, 1},    // fewer rows than cores in some columns, odd rows per core
+		{-600, 2, 3},  // two row chunks (the contract's 512 rows), 89 rows in the last
+		{1000, 1, 16}, // every token of a dispatch
 	}
 	for _, target := range []string{"xdna1", "xdna2"} {
 		cols := map[string]int{"xdna1": 4, "xdna2": 8}[target]
@@ -272,14 +277,14 @@ func TestKernelsAgainstDequant(t *testing.T) {
 					t.Fatal(err)
 				}
 				for si, sh := range shapes {
-					t.Run(fmt.Sprintf("%s/%s/k%d/N%d", target, st.typ, kt, sh.n), func(t *testing.T) {
-						m := randomMatrix(t, st.typ, sh.n, sh.tiles*kt, cols, kt, uint64(100*si+kt)+uint64(st.typ))
-						rc := sh.rc
-						if rc == 0 {
-							rc = RowChunk(target, st.typ, kt, sh.tokens)
+					t.Run(fmt.Sprintf("%s/%s/k%d/shape%d", target, st.typ, kt, si), func(t *testing.T) {
+						n := sh.n
+						if n < 0 {
+							n = -n*cols + 5
 						}
+						m := randomMatrix(t, st.typ, n, sh.tiles*kt, cols, kt, uint64(100*si+kt)+uint64(st.typ))
 						x := randomX(sh.tokens*m.g.K, uint64(si))
-						d := buildDispatch(m, x, sh.tokens, rc)
+						d := buildDispatch(m, x, sh.tokens)
 						y := d.run(t, k, m.g)
 						checkAgainstDequant(t, m, x, sh.tokens, y)
 						compareCPU(t, m, x, sh.tokens, y)
@@ -321,7 +326,7 @@ func TestBadStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := randomMatrix(t, planar.Q4_0, 40, 256, 2, 128, 1)
-	d := buildDispatch(m, randomX(256, 1), 1, 32)
+	d := buildDispatch(m, randomX(256, 1), 1)
 	out := make([]byte, 4*20)
 	if _, err := k.RunColumn(0, d.weights[0], d.acts, out); err != nil {
 		t.Fatalf("good stream: %v", err)
@@ -339,13 +344,12 @@ func TestBadStreams(t *testing.T) {
 		{"magic", 0, d.weights[0], mut(0, 1), out},
 		{"type", 0, d.weights[0], mut(1, 8), out},
 		{"tokens", 0, d.weights[0], mut(4, 17), out},
-		{"rc", 0, d.weights[0], mut(5, 40), out},
-		{"rowchunks", 0, d.weights[0], mut(6, 5), out},
-		{"column", 2, d.weights[0], d.acts, out},
+		{"row chunk", 0, d.weights[0], mut(5, 64), out},
+		{"row chunks", 0, d.weights[0], mut(6, 5), out},
+		{"rows beyond ncols", 0, d.weights[0], mut(10, 3), out},
 		{"short weights", 0, d.weights[0][:64], d.acts, out},
 		{"short acts", 0, d.weights[0], d.acts[:100], out},
 		{"output size", 0, d.weights[0], d.acts, out[:8]},
-		{"rows beyond ncols", 0, d.weights[0], mut(10, 3), out},
 	}
 	for _, c := range cases {
 		if _, err := k.RunColumn(c.col, c.w, c.acts, c.out); err == nil {
@@ -354,12 +358,14 @@ func TestBadStreams(t *testing.T) {
 			t.Logf("%s: %v", c.name, err)
 		}
 	}
-	// A row chunk whose rows per core exceed the design's L1 buffers is refused.
-	big := randomMatrix(t, planar.Q4_0, 4*MaxRows("xdna2", planar.Q4_0, 128)+8, 128, 1, 128, 2)
-	bd := buildDispatch(big, randomX(128, 2), 1, 4096)
-	if _, err := k.RunColumn(0, bd.weights[0], bd.acts, make([]byte, 4*big.g.N)); err == nil {
-		t.Error("rows per core beyond the L1 cap: no error")
-	} else {
-		t.Logf("L1 cap: %v", err)
+	// A column past ncols has no rows: it must stream and produce nothing.
+	if n, err := k.RunColumn(5, nil, d.acts, nil); err != nil || n != 0 {
+		t.Errorf("column without rows: %d bytes, %v", n, err)
+	}
+	if _, err := New("xdna1", planar.Q6_K, 128); err == nil {
+		t.Error("Q6_K with K-tile 128: no error")
+	}
+	if _, err := New("xdna3", planar.Q4_0, 128); err == nil {
+		t.Error("unknown target: no error")
 	}
 }
