@@ -21,6 +21,16 @@
 // Activation records (CONTRACT.md): one per token, ActLayoutOf(type, T), back to back.
 #pragma once
 
+#if defined(XDNA_SIM)
+// Host simulation: no fused multiply-add, every f32 product and sum rounds on its own
+// as the Go model's (cgo refuses -ffp-contract=off as a flag, so the pragmas say it).
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+#endif
+
 #include <aie_api/aie.hpp>
 #include <cstdint>
 
@@ -85,28 +95,31 @@ inline const int32_t* wd(const uint8_t* plane, unsigned rows_pad, unsigned j, un
   return reinterpret_cast<const int32_t*>(plane + 4u * (j * rows_pad + r0));
 }
 
+// join16 concatenates V/16 vectors of 16 lanes into one of V lanes.
+template <unsigned V, typename T> aie::vector<T, V> join16(const aie::vector<T, 16>* p) {
+  if constexpr (V == 16) return p[0];
+  else if constexpr (V == 32) return aie::concat(p[0], p[1]);
+  else return aie::concat(p[0], p[1], p[2], p[3]);
+}
+
 // u4w: word j of rows [r0, r0+V) of a 4-bit plane as 8 int8 lane vectors, q[e] the
 // code of element 8j+e (values 0..15). Per 16 rows: one 512-bit load, unpack, three
 // levels of filter_even/filter_odd (de-interleave 8 elements per row), then concat.
 template <unsigned V> void u4w(const uint8_t* plane, unsigned rows_pad, unsigned j, unsigned r0,
                                aie::vector<int8_t, V> q[8]) {
   using namespace aie;
-  vector<int8_t, 16> part[V / 16][8];
+  vector<int8_t, 16> part[8][V / 16];
   for (unsigned s = 0; s < V / 16; s++) {
     vector<int32_t, 16> w = load_v<16>(wd(plane, rows_pad, j, r0 + 16 * s));
     vector<int8_t, 128> b = unpack(w.template cast_to<uint4>()).template cast_to<int8_t>();  // [row][8]
     vector<int8_t, 64> ev = filter_even(b, 1), od = filter_odd(b, 1);
     vector<int8_t, 32> e0 = filter_even(ev, 1), e1 = filter_odd(ev, 1), o0 = filter_even(od, 1), o1 = filter_odd(od, 1);
-    part[s][0] = filter_even(e0, 1), part[s][4] = filter_odd(e0, 1);
-    part[s][2] = filter_even(e1, 1), part[s][6] = filter_odd(e1, 1);
-    part[s][1] = filter_even(o0, 1), part[s][5] = filter_odd(o0, 1);
-    part[s][3] = filter_even(o1, 1), part[s][7] = filter_odd(o1, 1);
+    part[0][s] = filter_even(e0, 1), part[4][s] = filter_odd(e0, 1);
+    part[2][s] = filter_even(e1, 1), part[6][s] = filter_odd(e1, 1);
+    part[1][s] = filter_even(o0, 1), part[5][s] = filter_odd(o0, 1);
+    part[3][s] = filter_even(o1, 1), part[7][s] = filter_odd(o1, 1);
   }
-  for (unsigned e = 0; e < 8; e++) {
-    if constexpr (V == 16) q[e] = part[0][e];
-    else if constexpr (V == 32) q[e] = concat(part[0][e], part[1][e]);
-    else q[e] = concat(part[0][e], part[1][e], part[2][e], part[3][e]);
-  }
+  for (unsigned e = 0; e < 8; e++) q[e] = join16<V>(part[e]);
 }
 
 // b8w: word j of rows [r0, r0+V) of a byte plane as 4 lane vectors of T8 (int8 or
@@ -114,18 +127,14 @@ template <unsigned V> void u4w(const uint8_t* plane, unsigned rows_pad, unsigned
 template <unsigned V, typename T8> void b8w(const uint8_t* plane, unsigned rows_pad, unsigned j, unsigned r0,
                                             aie::vector<T8, V> q[4]) {
   using namespace aie;
-  vector<T8, 16> part[V / 16][4];
+  vector<T8, 16> part[4][V / 16];
   for (unsigned s = 0; s < V / 16; s++) {
     vector<T8, 64> b = load_v<16>(wd(plane, rows_pad, j, r0 + 16 * s)).template cast_to<T8>();
     vector<T8, 32> ev = filter_even(b, 1), od = filter_odd(b, 1);
-    part[s][0] = filter_even(ev, 1), part[s][2] = filter_odd(ev, 1);
-    part[s][1] = filter_even(od, 1), part[s][3] = filter_odd(od, 1);
+    part[0][s] = filter_even(ev, 1), part[2][s] = filter_odd(ev, 1);
+    part[1][s] = filter_even(od, 1), part[3][s] = filter_odd(od, 1);
   }
-  for (unsigned e = 0; e < 4; e++) {
-    if constexpr (V == 16) q[e] = part[0][e];
-    else if constexpr (V == 32) q[e] = concat(part[0][e], part[1][e]);
-    else q[e] = concat(part[0][e], part[1][e], part[2][e], part[3][e]);
-  }
+  for (unsigned e = 0; e < 4; e++) q[e] = join16<V>(part[e]);
 }
 
 // h16: f16 number idx of rows [r0, r0+V) of a plane of P bytes per row, as f32 lanes.
@@ -138,9 +147,7 @@ template <unsigned V> aie::vector<float, V> h16(const uint8_t* plane, unsigned P
     vector<int16_t, 32> b = load_v<16>(wd(plane, rows_pad, idx / 2, r0 + 16 * s)).template cast_to<int16_t>();
     part[s] = (idx & 1) ? filter_odd(b, 1) : filter_even(b, 1);
   }
-  if constexpr (V == 16) return f16v<V>(part[0]);
-  else if constexpr (V == 32) return f16v<V>(concat(part[0], part[1]));
-  else return f16v<V>(concat(part[0], part[1], part[2], part[3]));
+  return f16v<V>(join16<V>(part));
 }
 
 // bitsw: bit e (0..31) of word j of rows [r0, r0+V) as int16 lanes (0 or 1).
@@ -152,9 +159,7 @@ template <unsigned V> aie::vector<int16_t, V> bitsw(const uint8_t* plane, unsign
     vector<int32_t, 16> w = bit_and(downshift(load_v<16>(wd(plane, rows_pad, j, r0 + 16 * s)), e), 1);
     part[s] = accum<acc32, 16>(w).template to_vector<int16_t>(0);
   }
-  if constexpr (V == 16) return part[0];
-  else if constexpr (V == 32) return concat(part[0], part[1]);
-  else return concat(part[0], part[1], part[2], part[3]);
+  return join16<V>(part);
 }
 
 template <unsigned V> aie::vector<int16_t, V> widen(const aie::vector<int8_t, V>& v) { return aie::unpack(v); }
@@ -172,6 +177,19 @@ template <unsigned V> aie::vector<int32_t, V> sum4(const aie::accum<aie::acc32, 
 // store_y writes the tile's partial: y = part on the first tile, else y + part.
 template <unsigned V> void store_y(float* y, const aie::vector<float, V>& part, bool first) {
   aie::store_v(y, first ? part : aie::add(aie::load_v<V>(y), part));
+}
+
+// each_group runs part(rec, x, r0) for every token's record (Stride bytes apart; x its
+// int8 codes) and every group of V rows r0.., and stores the tile partial it returns
+// into y[token*ystride + r0..] (the first tile) or adds it.
+template <unsigned V, unsigned Stride, typename F>
+void each_group(unsigned rows_pad, const uint8_t* acts, unsigned tokens, float* y, unsigned ystride, bool first,
+                F part) {
+  for (unsigned t = 0; t < tokens; t++) {
+    const uint8_t* rec = acts + t * Stride;
+    for (unsigned r0 = 0; r0 < rows_pad; r0 += V)
+      store_y<V>(y + t * ystride + r0, part(rec, reinterpret_cast<const int8_t*>(rec), r0), first);
+  }
 }
 
 // Block sum of 32 activation codes (exact in int16: |sum| <= 4064).
@@ -224,37 +242,33 @@ void gemv_q40_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, uns
   const uint8_t* high = w + a64(rows_pad * L::P0);
   const uint8_t* scales = Q5 ? high + a64(rows_pad * (T / 8)) : high;
   constexpr unsigned PS = T / 16;
-  for (unsigned t = 0; t < tokens; t++) {
-    const uint8_t* rec = acts + t * R::stride;
-    const int8_t* x = reinterpret_cast<const int8_t*>(rec);
-    for (unsigned r0 = 0; r0 < rows_pad; r0 += V) {
-      vector<float, V> part = zeros<float, V>();
-      for (unsigned b = 0; b < T / 32; b++) {
-        const int8_t* xb = x + 32 * b;
-        accum<acc32, V> acc[4] = {};
-        vector<int8_t, V> q[8];
-        for (unsigned k = 0; k < 4; k++) {
-          u4w<V>(codes, rows_pad, 4 * b + k, r0, q);
-          for (unsigned e = 0; e < 8; e++) acc[e % 4] = mac(acc[e % 4], q[e], xb[8 * k + e]);
-        }
-        int32_t sx = xsum32(xb);
-        vector<int32_t, V> isum = sum4<V>(acc);
-        if constexpr (Q5) {
-          accum<acc32, V> hacc[4] = {};
-          for (unsigned e = 0; e < 32; e++)
-            hacc[e % 4] = mac(hacc[e % 4], bitsw<V>(high, rows_pad, b, e, r0), int16_t(xb[e]));
-          isum = add(isum, upshift(sum4<V>(hacc), 4));
-          isum = sub(isum, 16 * sx);
-        } else {
-          isum = sub(isum, 8 * sx);
-        }
-        float dx = f16s(uint16_t(ld16(rec + R::scales + 2 * b)));
-        vector<float, V> s = mul(h16<V>(scales, PS, rows_pad, b, r0), dx).template to_vector<float>();
-        part = add(part, mul(to_float<float>(isum, 0), s).template to_vector<float>());
+  each_group<V, R::stride>(rows_pad, acts, tokens, y, ystride, first, [&](const uint8_t* rec, const int8_t* x, unsigned r0) {
+    vector<float, V> part = zeros<float, V>();
+    for (unsigned b = 0; b < T / 32; b++) {
+      const int8_t* xb = x + 32 * b;
+      accum<acc32, V> acc[4] = {};
+      vector<int8_t, V> q[8];
+      for (unsigned k = 0; k < 4; k++) {
+        u4w<V>(codes, rows_pad, 4 * b + k, r0, q);
+        for (unsigned e = 0; e < 8; e++) acc[e % 4] = mac(acc[e % 4], q[e], xb[8 * k + e]);
       }
-      store_y<V>(y + t * ystride + r0, part, first);
+      int32_t sx = xsum32(xb);
+      vector<int32_t, V> isum = sum4<V>(acc);
+      if constexpr (Q5) {
+        accum<acc32, V> hacc[4] = {};
+        for (unsigned e = 0; e < 32; e++)
+          hacc[e % 4] = mac(hacc[e % 4], bitsw<V>(high, rows_pad, b, e, r0), int16_t(xb[e]));
+        isum = add(isum, upshift(sum4<V>(hacc), 4));
+        isum = sub(isum, 16 * sx);
+      } else {
+        isum = sub(isum, 8 * sx);
+      }
+      float dx = f16s(uint16_t(ld16(rec + R::scales + 2 * b)));
+      vector<float, V> s = mul(h16<V>(scales, PS, rows_pad, b, r0), dx).template to_vector<float>();
+      part = add(part, mul(to_float<float>(isum, 0), s).template to_vector<float>());
     }
-  }
+    return part;
+  });
 }
 
 // Q8_0. Per V rows, token and block: 8 code words -> 32 int8 lane vectors (b8w), 32
@@ -268,26 +282,22 @@ void gemv_q80_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, uns
   using R = q80_rec<T>;
   const uint8_t* codes = w;
   const uint8_t* scales = w + a64(rows_pad * L::P0);
-  for (unsigned t = 0; t < tokens; t++) {
-    const uint8_t* rec = acts + t * R::stride;
-    const int8_t* x = reinterpret_cast<const int8_t*>(rec);
-    for (unsigned r0 = 0; r0 < rows_pad; r0 += V) {
-      vector<float, V> part = zeros<float, V>();
-      for (unsigned b = 0; b < T / 32; b++) {
-        const int8_t* xb = x + 32 * b;
-        accum<acc32, V> acc[4] = {};
-        vector<int8_t, V> q[4];
-        for (unsigned k = 0; k < 8; k++) {
-          b8w<V, int8_t>(codes, rows_pad, 8 * b + k, r0, q);
-          for (unsigned e = 0; e < 4; e++) acc[e] = mac(acc[e], q[e], xb[4 * k + e]);
-        }
-        float dx = f16s(uint16_t(ld16(rec + R::scales + 2 * b)));
-        vector<float, V> s = mul(h16<V>(scales, L::P1, rows_pad, b, r0), dx).template to_vector<float>();
-        part = add(part, mul(to_float<float>(sum4<V>(acc), 0), s).template to_vector<float>());
+  each_group<V, R::stride>(rows_pad, acts, tokens, y, ystride, first, [&](const uint8_t* rec, const int8_t* x, unsigned r0) {
+    vector<float, V> part = zeros<float, V>();
+    for (unsigned b = 0; b < T / 32; b++) {
+      const int8_t* xb = x + 32 * b;
+      accum<acc32, V> acc[4] = {};
+      vector<int8_t, V> q[4];
+      for (unsigned k = 0; k < 8; k++) {
+        b8w<V, int8_t>(codes, rows_pad, 8 * b + k, r0, q);
+        for (unsigned e = 0; e < 4; e++) acc[e] = mac(acc[e], q[e], xb[4 * k + e]);
       }
-      store_y<V>(y + t * ystride + r0, part, first);
+      float dx = f16s(uint16_t(ld16(rec + R::scales + 2 * b)));
+      vector<float, V> s = mul(h16<V>(scales, L::P1, rows_pad, b, r0), dx).template to_vector<float>();
+      part = add(part, mul(to_float<float>(sum4<V>(acc), 0), s).template to_vector<float>());
     }
-  }
+    return part;
+  });
 }
 
 // Q4_K and Q5_K. Per V rows, token and super-block of 256: the 8 sub-block scales and
@@ -307,45 +317,41 @@ void gemv_qk_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, unsi
   const uint8_t* high = w + a64(rows_pad * (T / 2));
   const uint8_t* sm = Q5 ? high + a64(rows_pad * (T / 8)) : high;
   const uint8_t* dm = sm + a64(rows_pad * (T / 16));
-  for (unsigned t = 0; t < tokens; t++) {
-    const uint8_t* rec = acts + t * R::stride;
-    const int8_t* x = reinterpret_cast<const int8_t*>(rec);
-    for (unsigned r0 = 0; r0 < rows_pad; r0 += V) {
-      vector<float, V> part = zeros<float, V>();
-      for (unsigned s = 0; s < T / 256; s++) {
-        vector<uint8_t, V> scm[8];  // sc0..7 then m0..7 after the loop
-        vector<int16_t, V> sc[8], mn[8];
-        for (unsigned k = 0; k < 4; k++) {
-          b8w<V, uint8_t>(sm, rows_pad, 4 * s + k, r0, scm);
-          for (unsigned e = 0; e < 4; e++) (k < 2 ? sc[4 * k + e] : mn[4 * (k - 2) + e]) = widen<V>(scm[e]);
-        }
-        accum<acc32, V> acc[4] = {};
-        accum<acc32, V> macc = zeros<acc32, V>();
-        const uint8_t* bs = rec + R::sums + 2 * 16 * s;
-        for (unsigned j = 0; j < 8; j++) {
-          const int8_t* xj = x + 256 * s + 32 * j;
-          vector<int8_t, V> q[8];
-          for (unsigned k = 0; k < 4; k++) {
-            u4w<V>(codes, rows_pad, 32 * s + 4 * j + k, r0, q);
-            for (unsigned e = 0; e < 8; e++) {
-              vector<int16_t, V> q16 = widen<V>(q[e]);
-              if constexpr (Q5) q16 = add(q16, upshift(bitsw<V>(high, rows_pad, 8 * s + j, 8 * k + e, r0), 4));
-              vector<int16_t, V> qs = mul(q16, sc[j]).template to_vector<int16_t>(0);
-              acc[e % 4] = mac(acc[e % 4], qs, int16_t(xj[8 * k + e]));
-            }
-          }
-          macc = mac(macc, mn[j], int16_t(ld16(bs + 4 * j) + ld16(bs + 4 * j + 2)));
-        }
-        float dx = f32s(rec + R::scales + 4 * s);
-        vector<float, V> dd = mul(h16<V>(dm, T / 64, rows_pad, 2 * s, r0), dx).template to_vector<float>();
-        vector<float, V> dmin = mul(h16<V>(dm, T / 64, rows_pad, 2 * s + 1, r0), dx).template to_vector<float>();
-        vector<float, V> a = mul(dd, to_float<float>(sum4<V>(acc), 0)).template to_vector<float>();
-        vector<float, V> c = mul(dmin, to_float<float>(macc.template to_vector<int32_t>(0), 0)).template to_vector<float>();
-        part = add(part, sub(a, c));
+  each_group<V, R::stride>(rows_pad, acts, tokens, y, ystride, first, [&](const uint8_t* rec, const int8_t* x, unsigned r0) {
+    vector<float, V> part = zeros<float, V>();
+    for (unsigned s = 0; s < T / 256; s++) {
+      vector<uint8_t, V> scm[8];  // sc0..7 then m0..7 after the loop
+      vector<int16_t, V> sc[8], mn[8];
+      for (unsigned k = 0; k < 4; k++) {
+        b8w<V, uint8_t>(sm, rows_pad, 4 * s + k, r0, scm);
+        for (unsigned e = 0; e < 4; e++) (k < 2 ? sc[4 * k + e] : mn[4 * (k - 2) + e]) = widen<V>(scm[e]);
       }
-      store_y<V>(y + t * ystride + r0, part, first);
+      accum<acc32, V> acc[4] = {};
+      accum<acc32, V> macc = zeros<acc32, V>();
+      const uint8_t* bs = rec + R::sums + 2 * 16 * s;
+      for (unsigned j = 0; j < 8; j++) {
+        const int8_t* xj = x + 256 * s + 32 * j;
+        vector<int8_t, V> q[8];
+        for (unsigned k = 0; k < 4; k++) {
+          u4w<V>(codes, rows_pad, 32 * s + 4 * j + k, r0, q);
+          for (unsigned e = 0; e < 8; e++) {
+            vector<int16_t, V> q16 = widen<V>(q[e]);
+            if constexpr (Q5) q16 = add(q16, upshift(bitsw<V>(high, rows_pad, 8 * s + j, 8 * k + e, r0), 4));
+            vector<int16_t, V> qs = mul(q16, sc[j]).template to_vector<int16_t>(0);
+            acc[e % 4] = mac(acc[e % 4], qs, int16_t(xj[8 * k + e]));
+          }
+        }
+        macc = mac(macc, mn[j], int16_t(ld16(bs + 4 * j) + ld16(bs + 4 * j + 2)));
+      }
+      float dx = f32s(rec + R::scales + 4 * s);
+      vector<float, V> dd = mul(h16<V>(dm, T / 64, rows_pad, 2 * s, r0), dx).template to_vector<float>();
+      vector<float, V> dmin = mul(h16<V>(dm, T / 64, rows_pad, 2 * s + 1, r0), dx).template to_vector<float>();
+      vector<float, V> a = mul(dd, to_float<float>(sum4<V>(acc), 0)).template to_vector<float>();
+      vector<float, V> c = mul(dmin, to_float<float>(macc.template to_vector<int32_t>(0), 0)).template to_vector<float>();
+      part = add(part, sub(a, c));
     }
-  }
+    return part;
+  });
 }
 
 // Q6_K. Per V rows, token and super-block: 16 group scales (4 words, b8w, int8); per
@@ -361,37 +367,33 @@ void gemv_q6k_tile(const uint8_t* w, unsigned rows_pad, const uint8_t* acts, uns
   const uint8_t* codes = w;
   const uint8_t* scales = w + a64(rows_pad * T);
   const uint8_t* dp = scales + a64(rows_pad * (T / 16));
-  for (unsigned t = 0; t < tokens; t++) {
-    const uint8_t* rec = acts + t * R::stride;
-    const int8_t* x = reinterpret_cast<const int8_t*>(rec);
-    for (unsigned r0 = 0; r0 < rows_pad; r0 += V) {
-      vector<float, V> part = zeros<float, V>();
-      for (unsigned s = 0; s < T / 256; s++) {
-        vector<int16_t, V> sc[16];
+  each_group<V, R::stride>(rows_pad, acts, tokens, y, ystride, first, [&](const uint8_t* rec, const int8_t* x, unsigned r0) {
+    vector<float, V> part = zeros<float, V>();
+    for (unsigned s = 0; s < T / 256; s++) {
+      vector<int16_t, V> sc[16];
+      for (unsigned k = 0; k < 4; k++) {
+        vector<int8_t, V> b[4];
+        b8w<V, int8_t>(scales, rows_pad, 4 * s + k, r0, b);
+        for (unsigned e = 0; e < 4; e++) sc[4 * k + e] = widen<V>(b[e]);
+      }
+      accum<acc32, V> acc[4] = {};
+      for (unsigned g = 0; g < 16; g++) {
+        const int8_t* xg = x + 256 * s + 16 * g;
         for (unsigned k = 0; k < 4; k++) {
-          vector<int8_t, V> b[4];
-          b8w<V, int8_t>(scales, rows_pad, 4 * s + k, r0, b);
-          for (unsigned e = 0; e < 4; e++) sc[4 * k + e] = widen<V>(b[e]);
-        }
-        accum<acc32, V> acc[4] = {};
-        for (unsigned g = 0; g < 16; g++) {
-          const int8_t* xg = x + 256 * s + 16 * g;
-          for (unsigned k = 0; k < 4; k++) {
-            vector<int8_t, V> q[4];
-            b8w<V, int8_t>(codes, rows_pad, 64 * s + 4 * g + k, r0, q);
-            for (unsigned e = 0; e < 4; e++) {
-              vector<int16_t, V> qs = mul(widen<V>(q[e]), sc[g]).template to_vector<int16_t>(0);
-              acc[e] = mac(acc[e], qs, int16_t(xg[4 * k + e]));
-            }
+          vector<int8_t, V> q[4];
+          b8w<V, int8_t>(codes, rows_pad, 64 * s + 4 * g + k, r0, q);
+          for (unsigned e = 0; e < 4; e++) {
+            vector<int16_t, V> qs = mul(widen<V>(q[e]), sc[g]).template to_vector<int16_t>(0);
+            acc[e] = mac(acc[e], qs, int16_t(xg[4 * k + e]));
           }
         }
-        float dx = f32s(rec + R::scales + 4 * s);
-        vector<float, V> d = mul(h16<V>(dp, T / 128, rows_pad, s, r0), dx).template to_vector<float>();
-        part = add(part, mul(to_float<float>(sum4<V>(acc), 0), d).template to_vector<float>());
       }
-      store_y<V>(y + t * ystride + r0, part, first);
+      float dx = f32s(rec + R::scales + 4 * s);
+      vector<float, V> d = mul(h16<V>(dp, T / 128, rows_pad, s, r0), dx).template to_vector<float>();
+      part = add(part, mul(to_float<float>(sum4<V>(acc), 0), d).template to_vector<float>());
     }
-  }
+    return part;
+  });
 }
 
 }  // namespace xdna

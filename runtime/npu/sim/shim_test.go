@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// TestShim builds and runs kernels/aie_api_shim/shim_test.cc, the tests of every
-// aie_api primitive the shim models, with the host C++ compiler ($CXX or g++).
-func TestShim(t *testing.T) {
+// hostCXX returns the host C++ compiler ($CXX or g++), or skips the test saying why.
+func hostCXX(t *testing.T) string {
+	t.Helper()
 	cxx := os.Getenv("CXX")
 	if cxx == "" {
 		cxx = "g++"
@@ -20,6 +20,13 @@ func TestShim(t *testing.T) {
 	if _, err := exec.LookPath(cxx); err != nil {
 		t.Skipf("no C++ compiler (%s): %v", cxx, err)
 	}
+	return cxx
+}
+
+// TestShim builds and runs kernels/aie_api_shim/shim_test.cc, the tests of every
+// aie_api primitive the shim models, with the host C++ compiler ($CXX or g++).
+func TestShim(t *testing.T) {
+	cxx := hostCXX(t)
 	dir := filepath.Join("..", "..", "..", "kernels", "aie_api_shim")
 	bin := filepath.Join(t.TempDir(), "shim_test")
 	out, err := exec.Command(cxx, "-std=c++17", "-O1", "-Wall", "-I", dir, filepath.Join(dir, "shim_test.cc"), "-o", bin).CombinedOutput()
@@ -42,13 +49,7 @@ func TestShim(t *testing.T) {
 // device build uses must at least be valid C++ (syntax and types; the AIE compile
 // itself needs Peano, kernels/README.md).
 func TestDeviceEntries(t *testing.T) {
-	cxx := os.Getenv("CXX")
-	if cxx == "" {
-		cxx = "g++"
-	}
-	if _, err := exec.LookPath(cxx); err != nil {
-		t.Skipf("no C++ compiler (%s): %v", cxx, err)
-	}
+	cxx := hostCXX(t)
 	root := filepath.Join("..", "..", "..", "kernels")
 	tsv, err := os.ReadFile(filepath.Join(root, "l1.tsv"))
 	if err != nil {
