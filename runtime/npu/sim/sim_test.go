@@ -369,3 +369,47 @@ func TestBadStreams(t *testing.T) {
 		t.Error("unknown target: no error")
 	}
 }
+
+// TestSpecialScales runs every kernel on blocks whose f16 scales are the edge cases of
+// the vector unit's f16 widening (f16v in gemv.hpp): zero and negative zero, the
+// smallest and largest subnormals, negative normals, the largest finite value. The
+// outputs must equal cpu.MatMat's bit for bit (Inf and NaN scales are outside what
+// the kernels reproduce, kernels/README.md).
+func TestSpecialScales(t *testing.T) {
+	needKernels(t)
+	specials := []uint16{0x0000, 0x8000, 0x0001, 0x03ff, 0x8001, 0x0400, 0xbc00, 0x7bff, 0xfbff, 0x3555, 0x1234}
+	scaleOffsets := map[planar.Type][]int{ // byte offsets of the f16 scales in a GGUF block
+		planar.Q4_0: {0}, planar.Q5_0: {0}, planar.Q8_0: {0},
+		planar.Q4_K: {0, 2}, planar.Q5_K: {0, 2}, planar.Q6_K: {208},
+	}
+	for _, target := range []string{"xdna1", "xdna2"} {
+		for _, st := range simTypes {
+			kt := st.tiles[len(st.tiles)-1]
+			k, err := New(target, st.typ, kt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, K := 70, 2*kt
+			var src bytes.Buffer
+			if err := gguftest.RandomBlocks(&src, st.typ, int64(n*K), rand.New(rand.NewPCG(9, uint64(st.typ)))); err != nil {
+				t.Fatal(err)
+			}
+			b := src.Bytes()
+			bb := st.typ.BlockBytes()
+			for i := 0; i*bb < len(b); i++ {
+				for j, off := range scaleOffsets[st.typ] {
+					binary.LittleEndian.PutUint16(b[i*bb+off:], specials[(i+j)%len(specials)])
+				}
+			}
+			g := planar.Geometry{Type: st.typ, N: n, K: K, Columns: Columns(target), KTile: kt}
+			blob := make([]byte, g.Size())
+			if err := planar.Pack(g, b, blob); err != nil {
+				t.Fatal(err)
+			}
+			m := matrix{g, blob}
+			x := randomX(2*K, 5)
+			d := buildDispatch(m, x, 2)
+			compareCPU(t, m, x, 2, d.run(t, k, g))
+		}
+	}
+}
