@@ -396,9 +396,13 @@ func TestSpecialScales(t *testing.T) {
 			}
 			b := src.Bytes()
 			bb := st.typ.BlockBytes()
+			// One special value per row (d) and per row and block (dmin), so that a row's
+			// output depends on its scale alone and a wrong widening cannot hide in the
+			// rounding of larger blocks.
+			perRow := K / st.typ.BlockSize()
 			for i := 0; i*bb < len(b); i++ {
 				for j, off := range scaleOffsets[st.typ] {
-					binary.LittleEndian.PutUint16(b[i*bb+off:], specials[(i+j)%len(specials)])
+					binary.LittleEndian.PutUint16(b[i*bb+off:], specials[(i/perRow+j*i)%len(specials)])
 				}
 			}
 			g := planar.Geometry{Type: st.typ, N: n, K: K, Columns: Columns(target), KTile: kt}
