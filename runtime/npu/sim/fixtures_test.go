@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,11 +204,16 @@ func runFixture(t *testing.T, path, target string, g *golden) {
 	defer f.Close()
 	m := f.Manifest
 	onNPU := 0
+	var slotNames []string
 	for _, e := range m.Tensors {
 		if e.Device == "npu" {
 			onNPU++
+			if !slices.Contains(slotNames, e.Slot) {
+				slotNames = append(slotNames, e.Slot)
+			}
 		}
 	}
+	slices.Sort(slotNames)
 	prompt, forced := []int32{1, 15, 200, 42}, []int32{7, 300, 21, 99, 5, 64, 250, 13}
 	if g != nil {
 		prompt, forced = g.PromptTokens, nil
@@ -264,14 +270,14 @@ func runFixture(t *testing.T, path, target string, g *golden) {
 	}
 	st := be.Stats()
 	if onNPU == 0 {
-		t.Logf("the plan puts no matrix on the NPU (no slot's K-tile divides K); %d steps ran on the CPU", len(logits[0]))
+		t.Logf("%s: the plan puts no matrix on the NPU (no slot fits: K-tile or min_n); %d steps ran on the CPU", filepath.Base(path), len(logits[0]))
 		return
 	}
 	if st.NPUCalls == 0 || st.Fallbacks != 0 || st.Faults != 0 || int64(ck.npu) != st.NPUCalls {
 		t.Fatalf("%d NPU matrices planned: backend %+v, %d NPU matmuls seen; %s", onNPU, st, ck.npu, warn.String())
 	}
-	t.Logf("%d NPU matrices; %d NPU matmuls in %d dispatches on the %s kernels, %d bit-identical to the CPU, worst matmul cosine %.9f; %d steps, worst logits cosine %.9f",
-		onNPU, ck.npu, st.Dispatches, target, ck.exact, ck.worst, len(logits[0]), worst)
+	t.Logf("%s: %d NPU matrices (slots %s); %d NPU matmuls in %d dispatches on the %s kernels, %d bit-identical to the CPU, worst matmul cosine %.9f; %d steps, worst logits cosine %.9f",
+		filepath.Base(path), onNPU, strings.Join(slotNames, " "), ck.npu, st.Dispatches, target, ck.exact, ck.worst, len(logits[0]), worst)
 	if ck.worst < 0.9999 {
 		t.Errorf("matmul %s: cosine %.7f with the CPU < 0.9999", ck.worstN, ck.worst)
 	}
