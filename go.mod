@@ -4,6 +4,8 @@ go 1.26.8
 
 require github.com/gpustack/gguf-parser-go v0.28.2
 
+require github.com/creack/pty v1.1.24 // indirect
+
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/henvic/httpretty v0.1.4 // indirect

@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 
 	"golang.org/x/sys/unix"
@@ -41,8 +40,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func Checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
 // Writer writes an .xdna file blob by blob to a temporary file beside the
-// destination, and renames it into place on Commit. Nothing is left behind
-// unless Commit succeeds.
+// destination (see createTemp), and renames it into place on Commit.
+// Nothing is left behind unless Commit succeeds.
 type Writer struct {
 	path string
 	tmp  *os.File
@@ -52,8 +51,7 @@ type Writer struct {
 
 // Create starts writing the .xdna file path.
 func Create(path string) (*Writer, error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	tmp, err := createTemp(path)
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +66,8 @@ func (w *Writer) AddBlob(b []byte) (BlobRef, error) {
 	}
 	ref := BlobRef{Offset: w.off, Size: int64(len(b)), CRC32C: Checksum(b)}
 	if _, err := w.tmp.WriteAt(b, w.off); err != nil {
-		w.err = err
-		return BlobRef{}, err
+		w.err = tempErr(w.path, err)
+		return BlobRef{}, w.err
 	}
 	w.off = alignUp(w.off+int64(len(b)), BlobAlign)
 	return ref, nil
@@ -113,7 +111,7 @@ func (w *Writer) Commit(m *Manifest) error {
 	for _, s := range steps {
 		if err := s(); err != nil {
 			w.Abort()
-			return err
+			return tempErr(w.path, err)
 		}
 	}
 	w.tmp = nil
@@ -140,7 +138,8 @@ type File struct {
 
 // Open memory-maps and validates the .xdna file name (header, manifest,
 // every blob's offset and size; checksums with Verify). A zstd-compressed
-// file (the distribution form) is first expanded into memory.
+// file (the distribution form) is unpacked once into the cache and the
+// unpacked file is mapped (see openZstd).
 func Open(name string) (*File, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -162,17 +161,20 @@ func Open(name string) (*File, error) {
 		return nil, err
 	}
 	if IsZstd(magic[:]) {
-		data, err := decompressFile(f, name)
-		if err != nil {
-			return nil, err
-		}
-		xf, err := newFile(name, data)
-		return xf, err
+		return openZstd(f, name, st.Size())
 	}
-	if st.Size() > 1<<46 {
+	return mapFile(f, name, st.Size())
+}
+
+// mapFile maps the opened .xdna file f of size bytes and validates it.
+func mapFile(f *os.File, name string, size int64) (*File, error) {
+	if size > 1<<46 {
 		return nil, &FormatError{File: name, Offset: -1, Msg: "file too large"}
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if size < HeaderSize {
+		return nil, &FormatError{File: name, Offset: 0, Msg: fmt.Sprintf("%d bytes is too short for an .xdna header", size)}
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("%s: mmap: %w", name, err)
 	}
@@ -197,6 +199,24 @@ func NewReader(r io.ReaderAt, size int64) (*File, error) {
 	return newFile("<reader>", data)
 }
 
+// parseHeader checks the fixed header h (magic, checksum, version) and
+// returns the manifest's offset and size and the file size it declares.
+func parseHeader(name string, h []byte) (moff, msize, fsize uint64, err error) {
+	ferr := func(off int64, format string, a ...any) error {
+		return &FormatError{File: name, Offset: off, Msg: fmt.Sprintf(format, a...)}
+	}
+	if string(h[:8]) != Magic {
+		return 0, 0, 0, ferr(0, "not an .xdna file (magic %q)", h[:8])
+	}
+	if Checksum(h[:60]) != binary.LittleEndian.Uint32(h[60:]) {
+		return 0, 0, 0, ferr(60, "header checksum mismatch")
+	}
+	if v := binary.LittleEndian.Uint32(h[8:]); v != containerVers {
+		return 0, 0, 0, ferr(8, "container version %d, this program reads %d", v, containerVers)
+	}
+	return binary.LittleEndian.Uint64(h[16:]), binary.LittleEndian.Uint64(h[24:]), binary.LittleEndian.Uint64(h[40:]), nil
+}
+
 func newFile(name string, data []byte) (*File, error) {
 	ferr := func(off int64, format string, a ...any) error {
 		return &FormatError{File: name, Offset: off, Msg: fmt.Sprintf(format, a...)}
@@ -206,18 +226,10 @@ func newFile(name string, data []byte) (*File, error) {
 		return nil, ferr(0, "%d bytes is too short for an .xdna header", size)
 	}
 	h := data[:HeaderSize]
-	if string(h[:8]) != Magic {
-		return nil, ferr(0, "not an .xdna file (magic %q)", h[:8])
+	moff, msize, fsize, err := parseHeader(name, h)
+	if err != nil {
+		return nil, err
 	}
-	if Checksum(h[:60]) != binary.LittleEndian.Uint32(h[60:]) {
-		return nil, ferr(60, "header checksum mismatch")
-	}
-	if v := binary.LittleEndian.Uint32(h[8:]); v != containerVers {
-		return nil, ferr(8, "container version %d, this program reads %d", v, containerVers)
-	}
-	moff := binary.LittleEndian.Uint64(h[16:])
-	msize := binary.LittleEndian.Uint64(h[24:])
-	fsize := binary.LittleEndian.Uint64(h[40:])
 	if fsize != uint64(size) {
 		return nil, ferr(40, "header says %d bytes, file has %d (truncated or appended to)", fsize, size)
 	}

@@ -17,66 +17,66 @@ const ManifestVersion = 1
 
 // Manifest is the TOML table of contents of an .xdna file.
 type Manifest struct {
-	Format    string        `toml:"format"`  // always "xdna"
-	Version   int           `toml:"version"` // ManifestVersion
-	Creator   string        `toml:"creator"` // program and version that wrote the file
-	Source    Source        `toml:"source"`
-	Package   Package       `toml:"package"`
-	Model     Params        `toml:"model"`
-	Tokenizer BlobRef       `toml:"tokenizer"`
-	Tensors   []TensorEntry `toml:"tensors"`
-	Slots     []SlotEntry   `toml:"slots"`
+	Format    string        `toml:"format" json:"format"`   // always "xdna"
+	Version   int           `toml:"version" json:"version"` // ManifestVersion
+	Creator   string        `toml:"creator" json:"creator"` // program and version that wrote the file
+	Source    Source        `toml:"source" json:"source"`
+	Package   Package       `toml:"package" json:"package"`
+	Model     Params        `toml:"model" json:"model"`
+	Tokenizer BlobRef       `toml:"tokenizer" json:"tokenizer"`
+	Tensors   []TensorEntry `toml:"tensors" json:"tensors"`
+	Slots     []SlotEntry   `toml:"slots" json:"slots"`
 }
 
 // Source identifies the GGUF the file was packed from.
 type Source struct {
-	Name string `toml:"name"` // file name, without directories
+	Name string `toml:"name" json:"name"` // file name, without directories
 	// ContentSHA256 is the sha256 of the model's content in canonical order
 	// (metadata by key, then tensors by name with their bytes), so that a GGUF
 	// whose tensors are stored in another order gives the same digest.
-	ContentSHA256 string `toml:"content_sha256"`
+	ContentSHA256 string `toml:"content_sha256" json:"content_sha256"`
 }
 
 // Package records the pack-time decisions that hold for the whole file.
 type Package struct {
-	Target         string `toml:"target"`  // xdna1 or xdna2
-	Columns        int    `toml:"columns"` // column groups of every planar blob
-	CatalogVersion string `toml:"catalog_version"`
-	CPUMaxN        int    `toml:"cpu_max_n"`
+	Target         string `toml:"target" json:"target"`   // xdna1 or xdna2
+	Columns        int    `toml:"columns" json:"columns"` // column groups of every planar blob
+	CatalogVersion string `toml:"catalog_version" json:"catalog_version"`
+	CPUMaxN        int    `toml:"cpu_max_n" json:"cpu_max_n"`
 }
 
 // BlobRef locates one blob in the file.
 type BlobRef struct {
-	Offset int64  `toml:"offset"`
-	Size   int64  `toml:"size"`
-	CRC32C uint32 `toml:"crc32c"`
+	Offset int64  `toml:"offset" json:"offset"`
+	Size   int64  `toml:"size" json:"size"`
+	CRC32C uint32 `toml:"crc32c" json:"crc32c"`
 }
 
 // TensorEntry describes one packed tensor (or one fused group of tensors).
 type TensorEntry struct {
-	Name   string `toml:"name"`
-	Shape  []int  `toml:"shape"`  // ggml ne order: [K, N] for a matrix
-	Type   string `toml:"type"`   // source ggml type, e.g. "Q4_0"
-	Format string `toml:"format"` // packed format, e.g. "q4_0.p1", or "raw"
-	KTile  int    `toml:"k_tile,omitempty"`
+	Name   string `toml:"name" json:"name"`
+	Shape  []int  `toml:"shape" json:"shape"`   // ggml ne order: [K, N] for a matrix
+	Type   string `toml:"type" json:"type"`     // source ggml type, e.g. "Q4_0"
+	Format string `toml:"format" json:"format"` // packed format, e.g. "q4_0.p1", or "raw"
+	KTile  int    `toml:"k_tile,omitempty" json:"k_tile,omitempty"`
 	BlobRef
-	Device string `toml:"device"`         // "npu" or "cpu": where the plan runs it
-	Slot   string `toml:"slot,omitempty"` // kernel slot name when Device is npu
-	Reason string `toml:"reason"`         // why this slot or the CPU
-	Parts  []Part `toml:"parts,omitempty"`
+	Device string `toml:"device" json:"device"`                 // "npu" or "cpu": where the plan runs it
+	Slot   string `toml:"slot,omitempty" json:"slot,omitempty"` // kernel slot name when Device is npu
+	Reason string `toml:"reason" json:"reason"`                 // why this slot or the CPU
+	Parts  []Part `toml:"parts,omitempty" json:"parts,omitempty"`
 }
 
 // Part is one source tensor of a fused matrix: its rows follow the previous part's.
 type Part struct {
-	Name  string `toml:"name"`
-	Shape []int  `toml:"shape"`
+	Name  string `toml:"name" json:"name"`
+	Shape []int  `toml:"shape" json:"shape"`
 }
 
 // SlotEntry is a kernel slot whose xclbin is embedded in the file.
 type SlotEntry struct {
-	Name   string `toml:"name"`
-	Kernel string `toml:"kernel"`
-	UUID   string `toml:"uuid"`
+	Name   string `toml:"name" json:"name"`
+	Kernel string `toml:"kernel" json:"kernel"`
+	UUID   string `toml:"uuid" json:"uuid"`
 	BlobRef
 }
 

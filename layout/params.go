@@ -8,25 +8,25 @@ import (
 // Params holds the architecture and every hyperparameter the engine needs,
 // taken from the GGUF metadata ("{arch}.*" keys) at pack time.
 type Params struct {
-	Arch          string  `toml:"arch"`           // general.architecture: llama, qwen2, qwen3, ...
-	Name          string  `toml:"name"`           // general.name
-	ContextLength int     `toml:"context_length"` // training context
-	Embedding     int     `toml:"embedding"`      // d_model
-	Layers        int     `toml:"layers"`
-	FeedForward   int     `toml:"feed_forward"`
-	Heads         int     `toml:"heads"`
-	HeadsKV       int     `toml:"heads_kv"`
-	HeadDim       int     `toml:"head_dim"`       // attention.key_length, else Embedding/Heads
-	HeadDimV      int     `toml:"head_dim_v"`     // attention.value_length, else HeadDim
-	RMSEps        float64 `toml:"rms_eps"`        // attention.layer_norm_rms_epsilon
-	RopeDim       int     `toml:"rope_dim"`       // rope.dimension_count, else HeadDim
-	RopeBase      float64 `toml:"rope_base"`      // rope.freq_base, default 10000
-	RopeScaling   string  `toml:"rope_scaling"`   // rope.scaling.type: "", none, linear, yarn, llama3
-	RopeFactor    float64 `toml:"rope_factor"`    // rope.scaling.factor (0: none)
-	RopeOrigCtx   int     `toml:"rope_orig_ctx"`  // rope.scaling.original_context_length
-	RopeLowFreq   float64 `toml:"rope_low_freq"`  // llama3: rope.scaling.low_freq_factor
-	RopeHighFreq  float64 `toml:"rope_high_freq"` // llama3: rope.scaling.high_freq_factor
-	VocabSize     int     `toml:"vocab_size"`
+	Arch          string  `toml:"arch" json:"arch"`                     // general.architecture: llama, qwen2, qwen3, ...
+	Name          string  `toml:"name" json:"name"`                     // general.name
+	ContextLength int     `toml:"context_length" json:"context_length"` // training context
+	Embedding     int     `toml:"embedding" json:"embedding"`           // d_model
+	Layers        int     `toml:"layers" json:"layers"`
+	FeedForward   int     `toml:"feed_forward" json:"feed_forward"`
+	Heads         int     `toml:"heads" json:"heads"`
+	HeadsKV       int     `toml:"heads_kv" json:"heads_kv"`
+	HeadDim       int     `toml:"head_dim" json:"head_dim"`             // attention.key_length, else Embedding/Heads
+	HeadDimV      int     `toml:"head_dim_v" json:"head_dim_v"`         // attention.value_length, else HeadDim
+	RMSEps        float64 `toml:"rms_eps" json:"rms_eps"`               // attention.layer_norm_rms_epsilon
+	RopeDim       int     `toml:"rope_dim" json:"rope_dim"`             // rope.dimension_count, else HeadDim
+	RopeBase      float64 `toml:"rope_base" json:"rope_base"`           // rope.freq_base, default 10000
+	RopeScaling   string  `toml:"rope_scaling" json:"rope_scaling"`     // rope.scaling.type: "", none, linear, yarn, llama3
+	RopeFactor    float64 `toml:"rope_factor" json:"rope_factor"`       // rope.scaling.factor (0: none)
+	RopeOrigCtx   int     `toml:"rope_orig_ctx" json:"rope_orig_ctx"`   // rope.scaling.original_context_length
+	RopeLowFreq   float64 `toml:"rope_low_freq" json:"rope_low_freq"`   // llama3: rope.scaling.low_freq_factor
+	RopeHighFreq  float64 `toml:"rope_high_freq" json:"rope_high_freq"` // llama3: rope.scaling.high_freq_factor
+	VocabSize     int     `toml:"vocab_size" json:"vocab_size"`
 }
 
 // ParamsFromGGUF reads the hyperparameters of g. Only the architecture is

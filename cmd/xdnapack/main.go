@@ -3,17 +3,9 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/signal"
+
+	"github.com/xdna-go/xdna/cmd/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "xdnapack:", err)
-		os.Exit(1)
-	}
-}
+func main() { os.Exit(cli.Main("xdnapack", newRootCmd(), os.Args[1:], os.Stderr)) }

@@ -74,7 +74,7 @@ func TestPackVerifyInspectCompress(t *testing.T) {
 		t.Fatalf("verify .zst: %v\n%s", err, stdout)
 	}
 	stdout, _, err = run(t, "inspect", out+".zst", "--json")
-	if err != nil || !strings.Contains(stdout, `"Tensors"`) {
+	if err != nil || !strings.Contains(stdout, `"tensors"`) {
 		t.Fatalf("inspect .zst: %v\n%s", err, stdout)
 	}
 	onlyFiles(t, dir, "s.xdna", "s.xdna.zst")

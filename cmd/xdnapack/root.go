@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
+	"github.com/xdna-go/xdna/cmd/internal/cli"
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/layout/pack"
@@ -35,6 +35,7 @@ Q/K/V and gate/up matrices, and writes one reproducible .xdna file.`,
   xdnapack verify model.xdna --against model.gguf
   xdnapack inspect model.xdna --json
   xdnapack compress model.xdna`,
+		Version:       pack.Version,
 		Args:          cobra.ExactArgs(1),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -52,6 +53,7 @@ Q/K/V and gate/up matrices, and writes one reproducible .xdna file.`,
 	f.BoolVar(&opts.noFuse, "no-fuse", false, "do not fuse Q/K/V and gate/up matrices")
 	f.BoolVarP(&opts.quiet, "quiet", "q", false, "no progress and no plan table")
 	f.Float64Var(&opts.hostGBps, "host-gbps", 40, "host memory bandwidth in GB/s assumed by the decode-time prediction (measure yours with xdnarun bench)")
+	cmd.SetVersionTemplate("{{.Version}}\n")
 	cmd.AddCommand(newVerifyCmd(), newInspectCmd(), newCompressCmd())
 	cmd.AddCommand(newTxnCmd())
 	return cmd
@@ -76,7 +78,8 @@ func runPack(ctx context.Context, o *packOptions) error {
 	if o.target != "xdna1" && o.target != "xdna2" {
 		return fmt.Errorf("--target %q: want xdna1 or xdna2", o.target)
 	}
-	if o.hostGBps <= 0 || o.hostGBps > 10000 {
+	if !(o.hostGBps > 0 && o.hostGBps <= 10000) { // NaN fails both
+
 		return fmt.Errorf("--host-gbps %g: want a bandwidth in (0, 10000]", o.hostGBps)
 	}
 	if o.cpuMaxN < 0 {
@@ -95,14 +98,14 @@ func runPack(ctx context.Context, o *packOptions) error {
 	opt := &pack.Options{Input: o.input, Output: o.output, Target: o.target, Catalog: cat,
 		CPUMaxN: o.cpuMaxN, NoFuse: o.noFuse}
 	start := time.Now()
-	var bar *progress
+	var bar *cli.Progress
 	if !o.quiet {
-		bar = newProgress(o.stderr, "packing")
-		opt.Progress = bar.update
+		bar = cli.NewProgress(o.stderr, "packing")
+		opt.Progress = bar.Update
 	}
 	plan, err := pack.Run(ctx, opt)
 	if bar != nil {
-		bar.done()
+		bar.Done()
 	}
 	if err != nil {
 		return err
@@ -121,7 +124,7 @@ func runPack(ctx context.Context, o *packOptions) error {
 			fmt.Fprintln(o.stderr, "note:", n)
 		}
 	}
-	fmt.Fprintf(o.stderr, "wrote %s (%s, target %s) in %.2fs\n", o.output, human(st.Size()), o.target, time.Since(start).Seconds())
+	fmt.Fprintf(o.stderr, "wrote %s (%s, target %s) in %.2fs\n", o.output, cli.Human(st.Size()), o.target, time.Since(start).Seconds())
 	return nil
 }
 
@@ -133,6 +136,14 @@ func abs(p string) string {
 	return a
 }
 
+// kTile shows a K-tile, "-" for none (raw tensors), in the plan and inspect alike.
+func kTile(k int) string {
+	if k <= 0 {
+		return "-"
+	}
+	return fmt.Sprint(k)
+}
+
 func printPlan(w io.Writer, plan *pack.Plan) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TENSOR\tSHAPE\tTYPE\tPACKED\tK-TILE\tDEVICE\tSLOT / REASON\tBYTES")
@@ -142,11 +153,7 @@ func printPlan(w io.Writer, plan *pack.Plan) {
 		if e.Slot != "" && !strings.HasPrefix(where, e.Slot) {
 			where = e.Slot + ": " + where
 		}
-		kt := "-"
-		if e.KTile > 0 {
-			kt = fmt.Sprint(e.KTile)
-		}
-		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%d\n", e.Name, e.Shape, e.Type, e.Format, kt, e.Device, where, e.Size)
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%d\n", e.Name, e.Shape, e.Type, e.Format, kTile(e.KTile), e.Device, where, e.Size)
 		if e.Device == "npu" {
 			npu += e.Size
 		} else {
@@ -154,63 +161,7 @@ func printPlan(w io.Writer, plan *pack.Plan) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%d tensors: %s planned on the NPU, %s on the CPU\n", len(plan.Entries), human(npu), human(cpu))
-}
-
-func human(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-// progress draws a bar on a terminal, and a line every 10% elsewhere.
-type progress struct {
-	w     io.Writer
-	label string
-	tty   bool
-	last  int
-	start time.Time
-}
-
-func newProgress(w io.Writer, label string) *progress {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
-	return &progress{w: w, label: label, tty: tty, last: -1, start: time.Now()}
-}
-
-func (p *progress) update(done, total int64, name string) {
-	pct := 100
-	if total > 0 {
-		pct = int(done * 100 / total)
-	}
-	if p.tty {
-		const width = 30
-		fill := pct * width / 100
-		rate := float64(done) / (1 << 20) / max(time.Since(p.start).Seconds(), 1e-9)
-		if len(name) > 32 {
-			name = name[:32]
-		}
-		fmt.Fprintf(p.w, "\r%s [%s%s] %3d%% %7.1f MB/s %-32s", p.label, strings.Repeat("=", fill), strings.Repeat(" ", width-fill), pct, rate, name)
-		return
-	}
-	if pct/10 != p.last/10 || p.last < 0 {
-		fmt.Fprintf(p.w, "%s: %d%% (%s of %s)\n", p.label, pct, human(done), human(total))
-	}
-	p.last = pct
-}
-
-func (p *progress) done() {
-	if p.tty {
-		fmt.Fprintln(p.w)
-	}
+	fmt.Fprintf(w, "%d tensors: %s planned on the NPU, %s on the CPU\n", len(plan.Entries), cli.Human(npu), cli.Human(cpu))
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -312,7 +263,7 @@ func runInspect(w io.Writer, path string, asJSON bool) error {
 		if slot == "" {
 			slot = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%08x\n", t.Name, t.Shape, t.Type, t.Format, t.KTile, t.Device, slot, t.Offset, t.Size, t.CRC32C)
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%08x\n", t.Name, t.Shape, t.Type, t.Format, kTile(t.KTile), t.Device, slot, t.Offset, t.Size, t.CRC32C)
 	}
 	return tw.Flush()
 }
@@ -335,12 +286,12 @@ func newCompressCmd() *cobra.Command {
 				return err
 			}
 			start := time.Now()
-			if err := layout.Compress(args[0], output, lv); err != nil {
+			if err := layout.Compress(cmd.Context(), args[0], output, lv); err != nil {
 				return err
 			}
 			a, _ := os.Stat(args[0])
 			b, _ := os.Stat(output)
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %s -> %s (%.1f%%) in %.2fs\n", output, human(a.Size()), human(b.Size()),
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %s -> %s (%.1f%%) in %.2fs\n", output, cli.Human(a.Size()), cli.Human(b.Size()),
 				100*float64(b.Size())/float64(max(a.Size(), 1)), time.Since(start).Seconds())
 			return nil
 		},

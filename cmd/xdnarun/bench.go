@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,7 +45,7 @@ chunk, as llama.cpp's llama-perplexity does. The last line is "PPL = X".`,
 			if err != nil {
 				return err
 			}
-			l, err := load(args[0], lo)
+			l, err := load(cmd.Context(), args[0], lo)
 			if err != nil {
 				return err
 			}
@@ -114,7 +115,7 @@ machine.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBench(args[0], o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runBench(cmd.Context(), args[0], o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -127,7 +128,7 @@ machine.`,
 	return cmd
 }
 
-func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
+func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr io.Writer) error {
 	if o.pp < 1 || o.tg < 1 || o.reps < 1 {
 		return fmt.Errorf("-p %d -n %d -r %d: each must be >= 1", o.pp, o.tg, o.reps)
 	}
@@ -137,7 +138,7 @@ func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
 	if o.pp+o.tg > o.ctx {
 		return fmt.Errorf("-p %d + -n %d exceeds the context -c %d", o.pp, o.tg, o.ctx)
 	}
-	l, err := load(path, o.loadOptions)
+	l, err := load(ctx, path, o.loadOptions)
 	if err != nil {
 		return err
 	}
@@ -192,10 +193,10 @@ func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
 		}
 		// The streaming read right after each decode, so that the ratio
 		// compares the two under the same conditions of the machine.
-		for range 2 {
-			gbs = append(gbs, stream.read(o.threads))
-		}
-		fmt.Fprintf(stderr, "rep %d: pp %.1f tok/s, tg %.1f tok/s, stream-read %.2f GB/s\n", rep+1, pps[rep], tgs[rep], gbs[len(gbs)-1])
+		// Each repetition's figure is the mean of its two reads, and the
+		// table's the median of those figures, so that the two agree.
+		gbs = append(gbs, (stream.read(o.threads)+stream.read(o.threads))/2)
+		fmt.Fprintf(stderr, "rep %d: pp %.1f tok/s, tg %.1f tok/s, stream-read %.2f GB/s\n", rep+1, pps[rep], tgs[rep], gbs[rep])
 	}
 	pprof.StopCPUProfile()
 	res := benchResult{Model: m.Source.Name, Device: l.device, Threads: o.threads, PromptTokens: o.pp, GenTokens: o.tg, Reps: o.reps,
@@ -220,6 +221,7 @@ func runBench(path string, o *benchOptions, stdout, stderr io.Writer) error {
 		return json.NewEncoder(stdout).Encode(res)
 	}
 	fmt.Fprintf(stdout, "| model | device | threads | pp%d tok/s | tg%d tok/s | weights/token | weight GB/s | stream-read GB/s | %% of stream |\n", o.pp, o.tg)
+	fmt.Fprintln(stdout, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	fmt.Fprintf(stdout, "| %s | %s | %d | %.1f | %.1f | %.1f MB | %.2f | %.2f | %.0f%% |\n", res.Model, res.Device, res.Threads,
 		res.PPTokS, res.TGTokS, float64(res.WeightBytes)/1e6, res.WeightGBs, res.StreamGBs, res.BandwidthPct)
 	return nil

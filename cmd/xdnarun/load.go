@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,11 +12,13 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/xdna-go/xdna/cmd/internal/cli"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
 	"github.com/xdna-go/xdna/runtime/npu/probe"
 	"github.com/xdna-go/xdna/runtime/npu/xrt"
@@ -41,7 +45,7 @@ type loadOptions struct {
 	warn     io.Writer // device warnings (fallback to the CPU)
 }
 
-func load(path string, o loadOptions) (*loaded, error) {
+func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	switch o.device {
 	case "auto", "cpu", "emu", "npu":
 	default:
@@ -52,6 +56,10 @@ func load(path string, o loadOptions) (*loaded, error) {
 	}
 	if o.ctx < 0 {
 		return nil, fmt.Errorf("-c %d: must be >= 0", o.ctx)
+	}
+	path, err := packedPath(ctx, path, o)
+	if err != nil {
+		return nil, err
 	}
 	f, err := layout.Open(path)
 	if err != nil {
@@ -64,22 +72,29 @@ func load(path string, o loadOptions) (*loaded, error) {
 	l := &loaded{file: f}
 	fail := func(err error) (*loaded, error) { f.Close(); return nil, err }
 	m := f.Manifest
-	if m.Tokenizer.Size == 0 {
-		return fail(fmt.Errorf("%s: the package holds no tokenizer", path))
+	var tokens int
+	if m.Tokenizer.Size > 0 {
+		var v tokenizer.Vocab
+		if err := v.UnmarshalBinary(f.Bytes(m.Tokenizer)); err != nil {
+			return fail(fmt.Errorf("%s: tokenizer: %w", path, err))
+		}
+		if l.tok, err = tokenizer.New(&v); err != nil {
+			return fail(fmt.Errorf("%s: tokenizer: %w", path, err))
+		}
+		tokens = l.tok.NumTokens()
 	}
-	var v tokenizer.Vocab
-	if err := v.UnmarshalBinary(f.Bytes(m.Tokenizer)); err != nil {
-		return fail(fmt.Errorf("%s: tokenizer: %w", path, err))
-	}
-	if l.tok, err = tokenizer.New(&v); err != nil {
-		return fail(fmt.Errorf("%s: tokenizer: %w", path, err))
+	if err := engine.Check(m.Model, fileWeights{f}, tokens); err != nil {
+		return fail(fmt.Errorf("%s: %w", path, err))
 	}
 	l.ctx = o.ctx
 	if l.ctx == 0 {
-		l.ctx = min(m.Model.ContextLength, 4096)
+		l.ctx = min(m.Model.ContextLength, engine.DefaultContext)
 		if l.ctx <= 0 {
-			l.ctx = 4096
+			l.ctx = engine.DefaultContext
 		}
+	}
+	if train := m.Model.ContextLength; train > 0 && l.ctx > train && o.warn != nil {
+		fmt.Fprintf(o.warn, "xdnarun: warning: -c %d is above the model's training context of %d; past %d tokens the output degrades\n", l.ctx, train, train)
 	}
 	opts := engine.Options{Threads: o.threads, Context: l.ctx, Cache: engine.CacheF16}
 	if err := l.openDevice(o); err != nil {
@@ -94,7 +109,53 @@ func load(path string, o loadOptions) (*loaded, error) {
 		return fail(fmt.Errorf("%s: %w", path, err))
 	}
 	l.model = model
+	// Refuse a state that cannot be allocated before allocating it.
+	need, err := model.StateBytes(l.ctx)
+	if err == nil {
+		if avail, src := availableMemory(); avail > 0 && need > avail {
+			err = fmt.Errorf("needs %d bytes (%s) for the KV cache and buffers; %s has %s", need, cli.Human(need), src, cli.Human(avail))
+		}
+	}
+	if err != nil {
+		l.model.Close()
+		l.closeDevice()
+		return fail(fmt.Errorf("-c %d: %w", l.ctx, err))
+	}
 	return l, nil
+}
+
+// npuKernel is the system-call layer of the pure-Go NPU driver; tests put
+// a fake amdxdna driver (amdxdnatest) here.
+var npuKernel amdxdna.Kernel = amdxdna.Sys{}
+
+// npuStandIns runs the slots whose xclbin the package does not embed on
+// the emulator's stand-in xclbins with --device npu: only a fake driver,
+// which executes them on the emulator, can (tests).
+var npuStandIns bool
+
+// openNPU opens the NPU: through XRT in a build with -tags xrt, else
+// through the pure-Go amdxdna driver.
+func openNPU() (npu.Device, error) {
+	d, err := xrt.Open(0)
+	switch {
+	case err == nil:
+		return d, nil
+	case !errors.Is(err, xrt.ErrNotBuilt):
+		return nil, err
+	}
+	a, err := amdxdna.OpenIndex(npuKernel, 0)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// npuPath names the driver path --device npu takes in this build.
+func npuPath() string {
+	if _, err := xrt.Open(-1); errors.Is(err, xrt.ErrNotBuilt) {
+		return "amdxdna (pure Go, direct ioctls)"
+	}
+	return "xrt (built with -tags xrt)"
 }
 
 // openDevice picks the device: cpu; emu (the emulated NPU of the package's
@@ -105,13 +166,27 @@ func (l *loaded) openDevice(o loadOptions) error {
 	l.device = o.device
 	if o.device == "auto" {
 		l.device = "cpu"
-		if infos, err := probe.Probe(); err == nil && len(infos) > 0 && infos[0].Target() == m.Package.Target && len(m.Slots) > 0 {
-			d, err := xrt.Open(0)
+		why := ""
+		infos, err := probe.Probe()
+		switch {
+		case err != nil:
+			why = err.Error()
+		case len(infos) == 0:
+			why = "no NPU found"
+		case infos[0].Target() != m.Package.Target:
+			why = fmt.Sprintf("found %s, but the package is packed for %s", infos[0].String(), m.Package.Target)
+		case len(m.Slots) == 0:
+			why = "the package embeds no NPU kernel"
+		default:
+			d, err := openNPU()
 			if err == nil {
 				l.device, l.dev = "npu", d
-			} else if o.warn != nil {
-				fmt.Fprintf(o.warn, "xdnarun: found %s but cannot use it (%v); running on the CPU\n", infos[0].String(), err)
+			} else {
+				why = fmt.Sprintf("found %s but cannot use it (%v)", infos[0].String(), err)
 			}
+		}
+		if why != "" && o.warn != nil {
+			fmt.Fprintf(o.warn, "xdnarun: --device auto: %s; running on the CPU\n", why)
 		}
 	}
 	switch l.device {
@@ -136,7 +211,7 @@ func (l *loaded) openDevice(o loadOptions) error {
 		l.dev = d
 	case "npu":
 		if l.dev == nil {
-			d, err := xrt.Open(0)
+			d, err := openNPU()
 			if err != nil {
 				return fmt.Errorf("--device npu: %w", err)
 			}
@@ -144,7 +219,7 @@ func (l *loaded) openDevice(o loadOptions) error {
 		}
 	}
 	slots := npu.FileSlots(l.file)
-	if l.device == "emu" {
+	if l.device == "emu" || l.device == "npu" && npuStandIns {
 		var err error
 		if slots, err = emu.StandIns(m.Tensors, slots, m.Package.Columns); err != nil {
 			l.dev.Close()
@@ -158,7 +233,7 @@ func (l *loaded) openDevice(o loadOptions) error {
 	}
 	timeout := 5 * time.Second
 	if l.device == "emu" {
-		timeout = 200 * time.Millisecond
+		timeout = 2 * time.Second // the emulator's Go kernels run a 0.5B matmul in ~100 ms
 	}
 	b, err := npu.NewBackend(l.dev, m.Tensors, slots, l.pool, npu.Options{Warn: warn, Timeout: timeout})
 	if err != nil {

@@ -3,17 +3,11 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/signal"
+
+	"github.com/xdna-go/xdna/cmd/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "xdnarun:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Main("xdnarun", newRootCmd(), llamaArgs(os.Args[1:]), os.Stderr))
 }

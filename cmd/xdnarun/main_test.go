@@ -9,16 +9,20 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/xdna-go/xdna/kernelsel"
+	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/layout/gguftest"
 	"github.com/xdna-go/xdna/layout/pack"
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
+	"github.com/xdna-go/xdna/runtime/npu/amdxdna/amdxdnatest"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
 )
 
@@ -32,7 +36,7 @@ func run(t *testing.T, stdin string, args ...string) (string, string, error) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&errb)
 	cmd.SetIn(strings.NewReader(stdin))
-	cmd.SetArgs(args)
+	cmd.SetArgs(llamaArgs(args))
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), errb.String(), err
 }
@@ -82,7 +86,18 @@ func packGGUFN(t *testing.T, in, out, target string, cpuMaxN int) {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv("XDNARUN_TEST_MAIN") == "1" { // the test binary as xdnarun (see runMain)
+		main()
+		return
+	}
+	// The GGUF and .zst caches of every test, in-process and subprocess.
+	cacheDir, err := os.MkdirTemp("", "xdnarun-cache")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", cacheDir)
 	code := m.Run()
+	os.RemoveAll(cacheDir)
 	if packDir != "" {
 		os.RemoveAll(packDir)
 	}
@@ -100,6 +115,7 @@ type golden struct {
 
 var prompts = map[string]string{
 	"once":   "Once upon a time",
+	"bear":   "One day, a big bear found a",
 	"dog":    "The little dog",
 	"pierre": "Pierre said that",
 	"hello":  "Hello world, this is",
@@ -121,15 +137,23 @@ func TestGoldens(t *testing.T) {
 	for _, gf := range files {
 		base := strings.TrimSuffix(filepath.Base(gf), ".json")
 		model, key, _ := strings.Cut(base, ".")
-		for _, dev := range []struct{ name, target string }{{"cpu", "xdna2"}, {"emu", "xdna1"}, {"emu", "xdna2"}} {
+		for _, dev := range []struct{ name, target string }{{"cpu", "xdna2"}, {"emu", "xdna1"}, {"emu", "xdna2"}, {"npu", "xdna1"}, {"npu", "xdna2"}} {
 			t.Run(base+"/"+dev.name+"-"+dev.target, func(t *testing.T) {
+				if dev.name == "npu" { // the pure-Go driver over the fake amdxdna driver
+					cfg := amdxdnatest.XDNA1()
+					if dev.target == "xdna2" {
+						cfg = amdxdnatest.XDNA2()
+					}
+					npuKernel, npuStandIns = amdxdnatest.New(cfg), true
+					defer func() { npuKernel, npuStandIns = amdxdna.Sys{}, false }()
+				}
 				var g golden
 				b, _ := os.ReadFile(gf)
 				if err := json.Unmarshal(b, &g); err != nil {
 					t.Fatal(err)
 				}
 				x := packFixture(t, model)
-				if dev.name == "emu" {
+				if dev.name != "cpu" {
 					x = packFixtureN(t, model, dev.target, 0)
 				}
 				stdout, stderr, err := run(t, "", x, "-p", prompts[key], "--temp", "0", "-n", fmt.Sprint(len(g.Steps)), "--json", "--top-logits", "8", "-t", "2", "--device", dev.name)
@@ -300,7 +324,9 @@ func TestBadInput(t *testing.T) {
 	bad[2*4096+10] ^= 0xff
 	os.WriteFile(corrupt, bad, 0o644)
 
-	// An architecture the engine does not run packs fine but does not load.
+	// An architecture the engine does not run: xdnapack refuses it, so the
+	// package is a good one with its manifest edited (as an older packer
+	// could have written it).
 	g := filepath.Join(dir, "mamba.gguf")
 	s := gguftest.Tiny
 	s.Arch = "mamba"
@@ -308,8 +334,11 @@ func TestBadInput(t *testing.T) {
 	if err := gguftest.WriteModel(g, s); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := pack.Run(context.Background(), &pack.Options{Input: g, Output: filepath.Join(dir, "m.xdna"), Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256}); err == nil || !strings.Contains(err.Error(), `unsupported architecture "mamba"`) {
+		t.Errorf("packing mamba: %v", err)
+	}
 	mamba := filepath.Join(dir, "mamba.xdna")
-	packGGUF(t, g, mamba)
+	rewritePackage(t, x, mamba, func(m *layout.Manifest) { m.Model.Arch = "mamba" })
 
 	long := strings.Repeat("Once upon a time there was a dog. ", 40)
 	cases := []struct {
@@ -371,7 +400,7 @@ func TestEmuAgainstCPU(t *testing.T) {
 				var ex emu.Counters
 				onNPU := 0
 				for i, dev := range []string{"cpu", "emu"} {
-					l, err := load(x, loadOptions{threads: 2, device: dev})
+					l, err := load(context.Background(), x, loadOptions{threads: 2, device: dev})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -503,5 +532,36 @@ func TestProbe(t *testing.T) {
 	}
 	if err != nil || !strings.Contains(stdout, "target") {
 		t.Fatalf("probe with %v: %v %q", devs, err, stdout)
+	}
+}
+
+// rewritePackage copies the package src to dst with its manifest edited.
+func rewritePackage(t *testing.T, src, dst string, edit func(*layout.Manifest)) {
+	t.Helper()
+	f, err := layout.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := *f.Manifest
+	m.Tensors = slices.Clone(m.Tensors)
+	m.Slots = slices.Clone(m.Slots)
+	w, err := layout.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if m.Tokenizer.Size > 0 {
+		m.Tokenizer, _ = w.AddBlob(f.Bytes(m.Tokenizer))
+	}
+	for i := range m.Tensors {
+		m.Tensors[i].BlobRef, _ = w.AddBlob(f.Bytes(m.Tensors[i].BlobRef))
+	}
+	for i := range m.Slots {
+		m.Slots[i].BlobRef, _ = w.AddBlob(f.Bytes(m.Slots[i].BlobRef))
+	}
+	edit(&m)
+	if err := w.Commit(&m); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -23,6 +23,9 @@ no XRT. Without a device it says so and exits 1.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			infos, err := probe.Probe()
 			if err != nil {
+				if asJSON { // still JSON for a program: no device
+					fmt.Fprintln(cmd.OutOrStdout(), "[]")
+				}
 				return err
 			}
 			if asJSON {
@@ -32,6 +35,7 @@ no XRT. Without a device it says so and exits 1.`,
 				in := &infos[i]
 				fmt.Fprintf(cmd.OutOrStdout(), "%s; target %s\n", in.String(), in.Target())
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), "--device npu would run through %s\n", npuPath())
 			return nil
 		},
 	}

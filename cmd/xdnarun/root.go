@@ -1,25 +1,24 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/xdna-go/xdna/cmd/internal/cli"
+	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/sample"
-	"github.com/xdna-go/xdna/runtime/tokenizer"
 )
 
 type genOptions struct {
@@ -35,6 +34,15 @@ type genOptions struct {
 	stdout     io.Writer
 	stderr     io.Writer
 	isTerminal bool
+
+	file         string // -f: the prompt's file
+	model        string // -m: the model, in place of the argument
+	system       string // chat: the system message
+	chatTemplate string // chat: a family name or a template file
+	interactive  bool   // -i: chat whatever stdin is
+	llama        llamaFlags
+	// interrupt, if set, delivers the chat's Ctrl-C (tests); else SIGINT does.
+	interrupt chan struct{}
 }
 
 func addLoadFlags(cmd *cobra.Command, o *loadOptions) {
@@ -46,26 +54,37 @@ func addLoadFlags(cmd *cobra.Command, o *loadOptions) {
 	f.MarkHidden("emu-fault")
 }
 
+// Version names this program in --version.
+const Version = "xdnarun 0.1.0"
+
 func newRootCmd() *cobra.Command {
 	o := &genOptions{}
 	cmd := &cobra.Command{
 		Use:   "xdnarun MODEL.xdna -p PROMPT",
 		Short: "Run an .xdna language model: generate, chat, tokenize, perplexity, bench",
 		Long: `xdnarun maps an .xdna package made by xdnapack and generates text from it,
-reading the packed weights in place. With -p it continues the prompt and streams
-the text to stdout (speed to stderr at the end). Without -p, on a terminal, it
-starts a chat using the model's chat template (Ctrl-C stops a reply, Ctrl-D
-leaves); with stdin not a terminal, stdin is the prompt.`,
+reading the packed weights in place. With -p (or -f FILE) it continues the prompt
+and streams the text to stdout (speed to stderr at the end). Without a prompt, on
+a terminal (or with -i), it starts a chat using the model's chat template
+(Ctrl-C stops a reply, Ctrl-C at the prompt or Ctrl-D leaves); with stdin not a
+terminal, stdin is the prompt. A GGUF file is packed once into the cache
+($XDG_CACHE_HOME/xdna/gguf) and run from there.`,
 		Example: `  xdnarun model.xdna -p "Once upon a time" -n 64
   xdnarun model.xdna -p "Once upon a time" --temp 0 --json --top-logits 8
   xdnarun model.xdna                       # chat
+  xdnarun model.gguf -sys "You are terse"  # chat; the GGUF is packed once into the cache
   xdnarun tokenize model.xdna "Hello world"
   xdnarun perplexity model.xdna -f text.txt -c 128
   xdnarun bench model.xdna -p 128 -n 64 -r 3`,
-		Args:          cobra.ExactArgs(1),
+		Version:       Version,
+		Args:          cobra.MaximumNArgs(1),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := modelArg(args, o.model)
+			if err != nil {
+				return err
+			}
 			o.promptSet = cmd.Flags().Changed("prompt")
 			o.stdout, o.stderr, o.stdin = cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.InOrStdin()
 			o.warn = o.stderr
@@ -76,11 +95,20 @@ leaves); with stdin not a terminal, stdin is the prompt.`,
 			if o.seed < 0 {
 				o.sp.Seed = uint64(time.Now().UnixNano())
 			}
-			return runGenerate(cmd.Context(), args[0], o)
+			if err := o.llama.check(cmd, o.stderr); err != nil {
+				return err
+			}
+			return runGenerate(cmd.Context(), path, o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.prompt, "prompt", "p", "", "prompt to continue")
+	f.StringVarP(&o.file, "file", "f", "", "read the prompt from this file")
+	f.StringVarP(&o.model, "model", "m", "", "the model (.xdna, .xdna.zst or .gguf), in place of the argument")
+	f.StringVar(&o.system, "system", "", "chat: the system message (llama.cpp: -sys)")
+	f.StringVar(&o.chatTemplate, "chat-template", "", "chat: a template family name as llama.cpp's (chatml, llama3, ...) or a file holding a Jinja template (default: the model's)")
+	f.BoolVarP(&o.interactive, "interactive", "i", false, "chat even when stdin is not a terminal")
+	f.BoolVar(&o.interactive, "conversation", false, "chat (llama.cpp: -cnv); the same as -i")
 	f.IntVarP(&o.n, "n-predict", "n", -1, "tokens to generate (-1: until end of text or the context is full)")
 	f.Float32Var(&o.sp.Temp, "temp", 0.8, "temperature (0: greedy)")
 	f.IntVar(&o.sp.TopK, "top-k", 40, "keep the K most likely tokens (0: off)")
@@ -92,8 +120,23 @@ leaves); with stdin not a terminal, stdin is the prompt.`,
 	f.BoolVar(&o.json, "json", false, "print one JSON object: prompt tokens, steps with top logits, text")
 	f.IntVar(&o.topLogits, "top-logits", 0, "with --json, the K largest logits of each step")
 	addLoadFlags(cmd, &o.loadOptions)
+	o.llama.add(cmd)
+	cmd.SetVersionTemplate("{{.Version}}\n")
 	cmd.AddCommand(newTokenizeCmd(), newPerplexityCmd(), newBenchCmd(), newProbeCmd())
 	return cmd
+}
+
+// modelArg returns the model path from the argument or -m, not both.
+func modelArg(args []string, model string) (string, error) {
+	switch {
+	case len(args) == 1 && model != "" && model != args[0]:
+		return "", fmt.Errorf("two models: %s and -m %s", args[0], model)
+	case len(args) == 1:
+		return args[0], nil
+	case model != "":
+		return model, nil
+	}
+	return "", errors.New("no model: give MODEL.xdna (or -m MODEL)")
 }
 
 func runGenerate(ctx context.Context, path string, o *genOptions) error {
@@ -109,8 +152,24 @@ func runGenerate(ctx context.Context, path string, o *genOptions) error {
 	if err := o.sp.Validate(); err != nil {
 		return err
 	}
-	chat := false
-	if !o.promptSet {
+	if o.file != "" {
+		if o.promptSet {
+			return errors.New("-p and -f: give the prompt one way")
+		}
+		b, err := readCapped(o.file, 64<<20)
+		if err != nil {
+			return fmt.Errorf("-f: %w", err)
+		}
+		o.prompt, o.promptSet = string(b), true
+	}
+	chat := o.interactive
+	if chat && o.promptSet {
+		return errors.New("-i with a prompt: the chat takes its messages from stdin (a system message: --system)")
+	}
+	if chat && o.json {
+		return errors.New("--json is for -p, not the chat")
+	}
+	if !o.promptSet && !chat {
 		if o.isTerminal {
 			chat = true
 		} else {
@@ -121,16 +180,31 @@ func runGenerate(ctx context.Context, path string, o *genOptions) error {
 			o.prompt = string(b)
 		}
 	}
+	if !chat && (o.system != "" || o.chatTemplate != "") {
+		return errors.New("--system and --chat-template are for the chat (-i)")
+	}
 	if !chat && o.prompt == "" {
 		return errors.New("empty prompt: give -p PROMPT")
 	}
-	l, err := load(path, o.loadOptions)
+	var tmpl string
+	if chat {
+		// Before loading: a template that cannot be used is said at once.
+		var err error
+		if tmpl, err = chatTemplateArg(o.chatTemplate); err != nil {
+			return err
+		}
+	}
+	l, err := load(ctx, path, o.loadOptions)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
 	if chat {
-		return runChat(ctx, l, o)
+		c, err := newChat(l, o, tmpl)
+		if err != nil {
+			return err
+		}
+		return c.run(ctx)
 	}
 	tokens := l.tok.Encode(o.prompt, true)
 	if len(tokens) == 0 {
@@ -139,17 +213,45 @@ func runGenerate(ctx context.Context, path string, o *genOptions) error {
 	if len(tokens) >= l.ctx {
 		return fmt.Errorf("prompt of %d tokens does not fit the context of %d (-c)", len(tokens), l.ctx)
 	}
-	res, err := generate(ctx, l, tokens, o, o.stdout)
+	st := l.model.NewState(l.ctx)
+	res, err := generate(ctx, l, st, tokens, tokens, o, o.stdout)
 	if err != nil {
 		return err
 	}
 	if o.json {
-		enc := json.NewEncoder(o.stdout)
-		return enc.Encode(res)
+		if ctx.Err() != nil {
+			return cli.Err(ctx)
+		}
+		if err := json.NewEncoder(o.stdout).Encode(res); err != nil {
+			return outErr(err)
+		}
+		return nil
 	}
-	fmt.Fprintln(o.stdout)
+	if _, err := fmt.Fprintln(o.stdout); err != nil {
+		return outErr(err)
+	}
+	if ctx.Err() != nil {
+		return cli.Err(ctx)
+	}
 	res.report(o.stderr, o.threads)
 	return nil
+}
+
+// readCapped reads a whole file of at most limit bytes.
+func readCapped(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
+	}
+	return b, nil
 }
 
 type step struct {
@@ -178,12 +280,14 @@ func (r *result) report(w io.Writer, threads int) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// generate prefills tokens and samples up to o.n tokens, streaming the text
-// to out unless o.json. It stops at an end-of-generation token, at the
-// context's end, or when ctx is cancelled.
-func generate(ctx context.Context, l *loaded, tokens []int32, o *genOptions, out io.Writer) (*result, error) {
+// generate feeds tokens to st from its current position, then samples up
+// to o.n tokens, streaming the text to out unless o.json. history is the
+// whole sequence so far (tokens included), for the repeat penalty. It
+// stops at an end-of-generation token, at the context's end, or when ctx is
+// cancelled (returning what it has, without error), and returns an error
+// when out fails.
+func generate(ctx context.Context, l *loaded, st *engine.State, history, tokens []int32, o *genOptions, out io.Writer) (*result, error) {
 	res := &result{PromptTokens: tokens, device: l.device}
-	st := l.model.NewState(l.ctx)
 	smp := sample.New(o.sp)
 	t0 := time.Now()
 	logits, err := st.Prefill(tokens)
@@ -191,9 +295,12 @@ func generate(ctx context.Context, l *loaded, tokens []int32, o *genOptions, out
 		return nil, err
 	}
 	res.prefill = time.Since(t0)
-	history := append([]int32(nil), tokens...)
+	history = slices.Clone(history)
 	var text []byte
-	pending := 0 // bytes of text not yet written (an incomplete UTF-8 sequence)
+	var w *utf8Writer
+	if !o.json {
+		w = &utf8Writer{w: out}
+	}
 	t1 := time.Now()
 	for i := 0; o.n < 0 || i < o.n; i++ {
 		if ctx.Err() != nil {
@@ -211,17 +318,12 @@ func generate(ctx context.Context, l *loaded, tokens []int32, o *genOptions, out
 		res.Steps = append(res.Steps, step{Token: tok, Piece: piece, Top: top})
 		history = append(history, tok)
 		text = append(text, piece...)
-		if !o.json {
-			end := len(text)
-			for end > pending && !utf8.Valid(text[pending:end]) {
-				end--
-			}
-			if end > pending {
-				out.Write(text[pending:end])
-				pending = end
+		if w != nil {
+			if err := w.Write([]byte(piece)); err != nil {
+				return nil, err
 			}
 		}
-		if st.Pos() >= l.ctx || (o.n >= 0 && i+1 >= o.n) {
+		if st.Pos() >= st.Context() || (o.n >= 0 && i+1 >= o.n) {
 			break
 		}
 		if i == 0 {
@@ -232,8 +334,10 @@ func generate(ctx context.Context, l *loaded, tokens []int32, o *genOptions, out
 		}
 	}
 	res.decode = time.Since(t1)
-	if !o.json && pending < len(text) {
-		out.Write(text[pending:])
+	if w != nil {
+		if err := w.Flush(); err != nil {
+			return nil, err
+		}
 	}
 	res.Text = string(text)
 	return res, nil
@@ -254,54 +358,6 @@ func topK(logits []float32, k int) [][2]float64 {
 	return out
 }
 
-func runChat(ctx context.Context, l *loaded, o *genOptions) error {
-	fmt.Fprintf(o.stderr, "chat with %s (%s); Ctrl-C stops a reply, Ctrl-D leaves\n", l.file.Manifest.Model.Name, l.file.Manifest.Model.Arch)
-	var msgs []tokenizer.Message
-	in := bufio.NewScanner(o.stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<20)
-	for {
-		fmt.Fprint(o.stdout, "\n> ")
-		if !in.Scan() {
-			fmt.Fprintln(o.stdout)
-			return in.Err()
-		}
-		line := strings.TrimSpace(in.Text())
-		if line == "" {
-			continue
-		}
-		msgs = append(msgs, tokenizer.Message{Role: "user", Content: line})
-		prompt, err := l.tok.ChatPrompt(msgs, true)
-		if err != nil {
-			return err
-		}
-		tokens := l.tok.Encode(prompt, true)
-		if len(tokens) >= l.ctx {
-			fmt.Fprintf(o.stderr, "the conversation (%d tokens) no longer fits the context of %d; starting afresh\n", len(tokens), l.ctx)
-			msgs = msgs[len(msgs)-1:]
-			prompt, _ = l.tok.ChatPrompt(msgs, true)
-			tokens = l.tok.Encode(prompt, true)
-			if len(tokens) >= l.ctx {
-				msgs = nil
-				fmt.Fprintln(o.stderr, "that message alone does not fit the context")
-				continue
-			}
-		}
-		// Ctrl-C during a reply stops the reply, not the program.
-		rctx, cancel := signal.NotifyContext(ctx, os.Interrupt)
-		res, err := generate(rctx, l, tokens, o, o.stdout)
-		interrupted := rctx.Err() != nil && ctx.Err() == nil
-		cancel()
-		if err != nil {
-			return err
-		}
-		if interrupted {
-			fmt.Fprintln(o.stderr, "\n[stopped]")
-		}
-		msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: strings.TrimSpace(res.Text)})
-		fmt.Fprintln(o.stdout)
-	}
-}
-
 func newTokenizeCmd() *cobra.Command {
 	var noBOS bool
 	var lo loadOptions
@@ -312,7 +368,7 @@ func newTokenizeCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := load(args[0], lo)
+			l, err := load(cmd.Context(), args[0], lo)
 			if err != nil {
 				return err
 			}

@@ -260,6 +260,9 @@ func Run(ctx context.Context, opt *Options) (*Plan, error) {
 		return nil, err
 	}
 	tgt, _ := opt.Catalog.Target(opt.Target)
+	if err := CheckModel(g, plan, tgt.Columns); err != nil {
+		return nil, err
+	}
 	src, err := os.Open(opt.Input)
 	if err != nil {
 		return nil, err
@@ -297,46 +300,8 @@ func Run(ctx context.Context, opt *Options) (*Plan, error) {
 		}
 	}
 
-	var total, done int64
-	for _, e := range plan.Entries {
-		total += e.Size
-	}
-	var srcBuf, dstBuf []byte
-	for _, e := range plan.Entries {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n := 0
-		for _, t := range e.parts {
-			n += int(t.Size)
-		}
-		srcBuf = grow(srcBuf, n)
-		off := 0
-		for _, t := range e.parts {
-			if err := g.ReadTensor(src, t, srcBuf[off:off+int(t.Size)]); err != nil {
-				return nil, err
-			}
-			hashTensor(digest, t, srcBuf[off:off+int(t.Size)])
-			off += int(t.Size)
-		}
-		out := srcBuf[:n]
-		if e.Format != layout.FormatRaw {
-			dstBuf = grow(dstBuf, int(e.Size))
-			out = dstBuf[:e.Size]
-			if err := planar.Pack(e.geom, srcBuf[:n], out); err != nil {
-				return nil, fmt.Errorf("%s: tensor %q: %w", opt.Input, e.Name, err)
-			}
-		}
-		ref, err := w.AddBlob(out)
-		if err != nil {
-			return nil, err
-		}
-		e.BlobRef = ref
-		m.Tensors = append(m.Tensors, e.TensorEntry)
-		done += e.Size
-		if opt.Progress != nil {
-			opt.Progress(done, total, e.Name)
-		}
+	if err := writeTensors(ctx, opt, g, src, plan, w, m, digest); err != nil {
+		return nil, err
 	}
 	m.Source.ContentSHA256 = hex.EncodeToString(digest.Sum(nil))
 

@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"reflect"
+	"strings"
 
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/tokenizer"
 )
 
-// Against unpacks every tensor of f and compares it bit for bit with its
-// source tensor in the GGUF file gguf. It returns one error per mismatch,
-// each naming the tensor, and the number of tensors compared exact.
+// Against compares f with the GGUF file it was packed from: every
+// hyperparameter (rope settings included), the tokenizer, and every tensor
+// unpacked bit for bit. It returns one error per mismatch, each naming the
+// hyperparameter or tensor once, and the number of tensors compared exact.
 func Against(f *layout.File, ggufPath string) (exact int, errs []error) {
 	g, err := layout.OpenGGUF(ggufPath)
 	if err != nil {
@@ -23,6 +26,7 @@ func Against(f *layout.File, ggufPath string) (exact int, errs []error) {
 		return 0, []error{err}
 	}
 	defer src.Close()
+	errs = append(errs, compareParams(f.Manifest.Model, g, ggufPath)...)
 	seen := map[string]bool{}
 	var want, got []byte
 	for i := range f.Manifest.Tensors {
@@ -31,6 +35,9 @@ func Against(f *layout.File, ggufPath string) (exact int, errs []error) {
 		parts := e.Parts
 		if len(parts) == 0 {
 			parts = []layout.Part{{Name: e.Name, Shape: e.Shape}}
+		}
+		for _, p := range parts {
+			seen[p.Name] = true // a mismatch is reported once, here
 		}
 		n := 0
 		var srcs []*layout.Tensor
@@ -47,7 +54,6 @@ func Against(f *layout.File, ggufPath string) (exact int, errs []error) {
 				bad = true
 				break
 			}
-			seen[p.Name] = true
 			srcs = append(srcs, t)
 			n += int(t.Size)
 		}
@@ -115,4 +121,24 @@ func Against(f *layout.File, ggufPath string) (exact int, errs []error) {
 		}
 	}
 	return exact, errs
+}
+
+// compareParams compares the package's hyperparameters with the ones
+// xdnapack would take from g, one error per differing field (named by its
+// manifest key).
+func compareParams(have layout.Params, g *layout.GGUF, ggufPath string) []error {
+	want, err := layout.ParamsFromGGUF(g)
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	a, b := reflect.ValueOf(have), reflect.ValueOf(want)
+	for i := 0; i < a.NumField(); i++ {
+		x, y := a.Field(i).Interface(), b.Field(i).Interface()
+		if x != y {
+			key, _, _ := strings.Cut(a.Type().Field(i).Tag.Get("toml"), ",")
+			errs = append(errs, fmt.Errorf("hyperparameter %s: %#v in the package, %#v in %s", key, x, y, ggufPath))
+		}
+	}
+	return errs
 }

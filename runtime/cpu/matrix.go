@@ -7,7 +7,7 @@
 // MatVecRef and MatMatRef (dequantise a row with planar.DequantRow, float
 // products) are the specification the kernels are tested against.
 //
-// On amd64 with AVX2 and F16C, the quantised formats run assembly kernels
+// On amd64 with AVX2, F16C and FMA, the quantised formats run assembly kernels
 // generated with avo (see simd.go and _generate/) whose outputs are
 // bit-identical to the scalar kernels of kernels.go; SetSIMD turns them off
 // and the noasm build tag leaves them out.

@@ -52,7 +52,7 @@ func SetSIMD(on bool) (was bool) {
 
 // SIMD returns the instruction set of the quantised kernels now in use:
 // "avx2", or "go" for the portable scalar kernels (another architecture,
-// the noasm build tag, a CPU without AVX2 and F16C, or SetSIMD(false)).
+// the noasm build tag, a CPU without AVX2, F16C and FMA, or SetSIMD(false)).
 func SIMD() string {
 	if simdOn.Load() {
 		return "avx2"

@@ -7,6 +7,7 @@ import "golang.org/x/sys/cpu"
 //go:generate go run -C _generate . -out ../kernels_amd64.s -stubs ../kernels_amd64.go -pkg cpu
 
 // haveAVX2 reports whether this CPU runs the AVX2 kernels: AVX2 (which
-// x/sys/cpu only reports when the OS saves the YMM state) and F16C for the
-// f16 scales.
-var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasF16C
+// x/sys/cpu only reports when the OS saves the YMM state), F16C for the
+// f16 scales and FMA for ggml's exp (every AVX2 CPU from Haswell and Zen
+// on has all three).
+var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasF16C && cpu.X86.HasFMA

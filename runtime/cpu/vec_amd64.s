@@ -4,25 +4,15 @@
 
 #include "textflag.h"
 
-DATA vecExpLo<>+0(SB)/4, $0xc2d00000
-DATA vecExpLo<>+4(SB)/4, $0xc2d00000
-DATA vecExpLo<>+8(SB)/4, $0xc2d00000
-DATA vecExpLo<>+12(SB)/4, $0xc2d00000
-DATA vecExpLo<>+16(SB)/4, $0xc2d00000
-DATA vecExpLo<>+20(SB)/4, $0xc2d00000
-DATA vecExpLo<>+24(SB)/4, $0xc2d00000
-DATA vecExpLo<>+28(SB)/4, $0xc2d00000
-GLOBL vecExpLo<>(SB), RODATA|NOPTR, $32
-
-DATA vecExpHi<>+0(SB)/4, $0x42b20000
-DATA vecExpHi<>+4(SB)/4, $0x42b20000
-DATA vecExpHi<>+8(SB)/4, $0x42b20000
-DATA vecExpHi<>+12(SB)/4, $0x42b20000
-DATA vecExpHi<>+16(SB)/4, $0x42b20000
-DATA vecExpHi<>+20(SB)/4, $0x42b20000
-DATA vecExpHi<>+24(SB)/4, $0x42b20000
-DATA vecExpHi<>+28(SB)/4, $0x42b20000
-GLOBL vecExpHi<>(SB), RODATA|NOPTR, $32
+DATA vecExpShift<>+0(SB)/4, $0x4b400000
+DATA vecExpShift<>+4(SB)/4, $0x4b400000
+DATA vecExpShift<>+8(SB)/4, $0x4b400000
+DATA vecExpShift<>+12(SB)/4, $0x4b400000
+DATA vecExpShift<>+16(SB)/4, $0x4b400000
+DATA vecExpShift<>+20(SB)/4, $0x4b400000
+DATA vecExpShift<>+24(SB)/4, $0x4b400000
+DATA vecExpShift<>+28(SB)/4, $0x4b400000
+GLOBL vecExpShift<>(SB), RODATA|NOPTR, $32
 
 DATA vecLog2e<>+0(SB)/4, $0x3fb8aa3b
 DATA vecLog2e<>+4(SB)/4, $0x3fb8aa3b
@@ -34,24 +24,24 @@ DATA vecLog2e<>+24(SB)/4, $0x3fb8aa3b
 DATA vecLog2e<>+28(SB)/4, $0x3fb8aa3b
 GLOBL vecLog2e<>(SB), RODATA|NOPTR, $32
 
-DATA vecLn2Hi<>+0(SB)/4, $0x3f318000
-DATA vecLn2Hi<>+4(SB)/4, $0x3f318000
-DATA vecLn2Hi<>+8(SB)/4, $0x3f318000
-DATA vecLn2Hi<>+12(SB)/4, $0x3f318000
-DATA vecLn2Hi<>+16(SB)/4, $0x3f318000
-DATA vecLn2Hi<>+20(SB)/4, $0x3f318000
-DATA vecLn2Hi<>+24(SB)/4, $0x3f318000
-DATA vecLn2Hi<>+28(SB)/4, $0x3f318000
+DATA vecLn2Hi<>+0(SB)/4, $0x3f317200
+DATA vecLn2Hi<>+4(SB)/4, $0x3f317200
+DATA vecLn2Hi<>+8(SB)/4, $0x3f317200
+DATA vecLn2Hi<>+12(SB)/4, $0x3f317200
+DATA vecLn2Hi<>+16(SB)/4, $0x3f317200
+DATA vecLn2Hi<>+20(SB)/4, $0x3f317200
+DATA vecLn2Hi<>+24(SB)/4, $0x3f317200
+DATA vecLn2Hi<>+28(SB)/4, $0x3f317200
 GLOBL vecLn2Hi<>(SB), RODATA|NOPTR, $32
 
-DATA vecLn2Lo<>+0(SB)/4, $0xb95e8083
-DATA vecLn2Lo<>+4(SB)/4, $0xb95e8083
-DATA vecLn2Lo<>+8(SB)/4, $0xb95e8083
-DATA vecLn2Lo<>+12(SB)/4, $0xb95e8083
-DATA vecLn2Lo<>+16(SB)/4, $0xb95e8083
-DATA vecLn2Lo<>+20(SB)/4, $0xb95e8083
-DATA vecLn2Lo<>+24(SB)/4, $0xb95e8083
-DATA vecLn2Lo<>+28(SB)/4, $0xb95e8083
+DATA vecLn2Lo<>+0(SB)/4, $0x35bfbe8e
+DATA vecLn2Lo<>+4(SB)/4, $0x35bfbe8e
+DATA vecLn2Lo<>+8(SB)/4, $0x35bfbe8e
+DATA vecLn2Lo<>+12(SB)/4, $0x35bfbe8e
+DATA vecLn2Lo<>+16(SB)/4, $0x35bfbe8e
+DATA vecLn2Lo<>+20(SB)/4, $0x35bfbe8e
+DATA vecLn2Lo<>+24(SB)/4, $0x35bfbe8e
+DATA vecLn2Lo<>+28(SB)/4, $0x35bfbe8e
 GLOBL vecLn2Lo<>(SB), RODATA|NOPTR, $32
 
 DATA vecOne<>+0(SB)/4, $0x3f800000
@@ -64,75 +54,105 @@ DATA vecOne<>+24(SB)/4, $0x3f800000
 DATA vecOne<>+28(SB)/4, $0x3f800000
 GLOBL vecOne<>(SB), RODATA|NOPTR, $32
 
-DATA vecExpP0<>+0(SB)/4, $0x3efffffe
-DATA vecExpP0<>+4(SB)/4, $0x3efffffe
-DATA vecExpP0<>+8(SB)/4, $0x3efffffe
-DATA vecExpP0<>+12(SB)/4, $0x3efffffe
-DATA vecExpP0<>+16(SB)/4, $0x3efffffe
-DATA vecExpP0<>+20(SB)/4, $0x3efffffe
-DATA vecExpP0<>+24(SB)/4, $0x3efffffe
-DATA vecExpP0<>+28(SB)/4, $0x3efffffe
-GLOBL vecExpP0<>(SB), RODATA|NOPTR, $32
+DATA vecExpC0<>+0(SB)/4, $0x3f7ffff6
+DATA vecExpC0<>+4(SB)/4, $0x3f7ffff6
+DATA vecExpC0<>+8(SB)/4, $0x3f7ffff6
+DATA vecExpC0<>+12(SB)/4, $0x3f7ffff6
+DATA vecExpC0<>+16(SB)/4, $0x3f7ffff6
+DATA vecExpC0<>+20(SB)/4, $0x3f7ffff6
+DATA vecExpC0<>+24(SB)/4, $0x3f7ffff6
+DATA vecExpC0<>+28(SB)/4, $0x3f7ffff6
+GLOBL vecExpC0<>(SB), RODATA|NOPTR, $32
 
-DATA vecExpP1<>+0(SB)/4, $0x3e2aaa49
-DATA vecExpP1<>+4(SB)/4, $0x3e2aaa49
-DATA vecExpP1<>+8(SB)/4, $0x3e2aaa49
-DATA vecExpP1<>+12(SB)/4, $0x3e2aaa49
-DATA vecExpP1<>+16(SB)/4, $0x3e2aaa49
-DATA vecExpP1<>+20(SB)/4, $0x3e2aaa49
-DATA vecExpP1<>+24(SB)/4, $0x3e2aaa49
-DATA vecExpP1<>+28(SB)/4, $0x3e2aaa49
-GLOBL vecExpP1<>(SB), RODATA|NOPTR, $32
+DATA vecExpC1<>+0(SB)/4, $0x3efffedb
+DATA vecExpC1<>+4(SB)/4, $0x3efffedb
+DATA vecExpC1<>+8(SB)/4, $0x3efffedb
+DATA vecExpC1<>+12(SB)/4, $0x3efffedb
+DATA vecExpC1<>+16(SB)/4, $0x3efffedb
+DATA vecExpC1<>+20(SB)/4, $0x3efffedb
+DATA vecExpC1<>+24(SB)/4, $0x3efffedb
+DATA vecExpC1<>+28(SB)/4, $0x3efffedb
+GLOBL vecExpC1<>(SB), RODATA|NOPTR, $32
 
-DATA vecExpP2<>+0(SB)/4, $0x3d2aac79
-DATA vecExpP2<>+4(SB)/4, $0x3d2aac79
-DATA vecExpP2<>+8(SB)/4, $0x3d2aac79
-DATA vecExpP2<>+12(SB)/4, $0x3d2aac79
-DATA vecExpP2<>+16(SB)/4, $0x3d2aac79
-DATA vecExpP2<>+20(SB)/4, $0x3d2aac79
-DATA vecExpP2<>+24(SB)/4, $0x3d2aac79
-DATA vecExpP2<>+28(SB)/4, $0x3d2aac79
-GLOBL vecExpP2<>(SB), RODATA|NOPTR, $32
+DATA vecExpC2<>+0(SB)/4, $0x3e2aaf33
+DATA vecExpC2<>+4(SB)/4, $0x3e2aaf33
+DATA vecExpC2<>+8(SB)/4, $0x3e2aaf33
+DATA vecExpC2<>+12(SB)/4, $0x3e2aaf33
+DATA vecExpC2<>+16(SB)/4, $0x3e2aaf33
+DATA vecExpC2<>+20(SB)/4, $0x3e2aaf33
+DATA vecExpC2<>+24(SB)/4, $0x3e2aaf33
+DATA vecExpC2<>+28(SB)/4, $0x3e2aaf33
+GLOBL vecExpC2<>(SB), RODATA|NOPTR, $32
 
-DATA vecExpP3<>+0(SB)/4, $0x3c091cea
-DATA vecExpP3<>+4(SB)/4, $0x3c091cea
-DATA vecExpP3<>+8(SB)/4, $0x3c091cea
-DATA vecExpP3<>+12(SB)/4, $0x3c091cea
-DATA vecExpP3<>+16(SB)/4, $0x3c091cea
-DATA vecExpP3<>+20(SB)/4, $0x3c091cea
-DATA vecExpP3<>+24(SB)/4, $0x3c091cea
-DATA vecExpP3<>+28(SB)/4, $0x3c091cea
-GLOBL vecExpP3<>(SB), RODATA|NOPTR, $32
+DATA vecExpC3<>+0(SB)/4, $0x3d2b9f17
+DATA vecExpC3<>+4(SB)/4, $0x3d2b9f17
+DATA vecExpC3<>+8(SB)/4, $0x3d2b9f17
+DATA vecExpC3<>+12(SB)/4, $0x3d2b9f17
+DATA vecExpC3<>+16(SB)/4, $0x3d2b9f17
+DATA vecExpC3<>+20(SB)/4, $0x3d2b9f17
+DATA vecExpC3<>+24(SB)/4, $0x3d2b9f17
+DATA vecExpC3<>+28(SB)/4, $0x3d2b9f17
+GLOBL vecExpC3<>(SB), RODATA|NOPTR, $32
 
-DATA vecExpP4<>+0(SB)/4, $0x3ab51226
-DATA vecExpP4<>+4(SB)/4, $0x3ab51226
-DATA vecExpP4<>+8(SB)/4, $0x3ab51226
-DATA vecExpP4<>+12(SB)/4, $0x3ab51226
-DATA vecExpP4<>+16(SB)/4, $0x3ab51226
-DATA vecExpP4<>+20(SB)/4, $0x3ab51226
-DATA vecExpP4<>+24(SB)/4, $0x3ab51226
-DATA vecExpP4<>+28(SB)/4, $0x3ab51226
-GLOBL vecExpP4<>(SB), RODATA|NOPTR, $32
+DATA vecExpC4<>+0(SB)/4, $0x3c072010
+DATA vecExpC4<>+4(SB)/4, $0x3c072010
+DATA vecExpC4<>+8(SB)/4, $0x3c072010
+DATA vecExpC4<>+12(SB)/4, $0x3c072010
+DATA vecExpC4<>+16(SB)/4, $0x3c072010
+DATA vecExpC4<>+20(SB)/4, $0x3c072010
+DATA vecExpC4<>+24(SB)/4, $0x3c072010
+DATA vecExpC4<>+28(SB)/4, $0x3c072010
+GLOBL vecExpC4<>(SB), RODATA|NOPTR, $32
 
-DATA vecBias<>+0(SB)/4, $0x0000007f
-DATA vecBias<>+4(SB)/4, $0x0000007f
-DATA vecBias<>+8(SB)/4, $0x0000007f
-DATA vecBias<>+12(SB)/4, $0x0000007f
-DATA vecBias<>+16(SB)/4, $0x0000007f
-DATA vecBias<>+20(SB)/4, $0x0000007f
-DATA vecBias<>+24(SB)/4, $0x0000007f
-DATA vecBias<>+28(SB)/4, $0x0000007f
-GLOBL vecBias<>(SB), RODATA|NOPTR, $32
+DATA vecAbs<>+0(SB)/4, $0x7fffffff
+DATA vecAbs<>+4(SB)/4, $0x7fffffff
+DATA vecAbs<>+8(SB)/4, $0x7fffffff
+DATA vecAbs<>+12(SB)/4, $0x7fffffff
+DATA vecAbs<>+16(SB)/4, $0x7fffffff
+DATA vecAbs<>+20(SB)/4, $0x7fffffff
+DATA vecAbs<>+24(SB)/4, $0x7fffffff
+DATA vecAbs<>+28(SB)/4, $0x7fffffff
+GLOBL vecAbs<>(SB), RODATA|NOPTR, $32
 
-DATA vecSign<>+0(SB)/4, $0x80000000
-DATA vecSign<>+4(SB)/4, $0x80000000
-DATA vecSign<>+8(SB)/4, $0x80000000
-DATA vecSign<>+12(SB)/4, $0x80000000
-DATA vecSign<>+16(SB)/4, $0x80000000
-DATA vecSign<>+20(SB)/4, $0x80000000
-DATA vecSign<>+24(SB)/4, $0x80000000
-DATA vecSign<>+28(SB)/4, $0x80000000
-GLOBL vecSign<>(SB), RODATA|NOPTR, $32
+DATA vec126<>+0(SB)/4, $0x42fc0000
+DATA vec126<>+4(SB)/4, $0x42fc0000
+DATA vec126<>+8(SB)/4, $0x42fc0000
+DATA vec126<>+12(SB)/4, $0x42fc0000
+DATA vec126<>+16(SB)/4, $0x42fc0000
+DATA vec126<>+20(SB)/4, $0x42fc0000
+DATA vec126<>+24(SB)/4, $0x42fc0000
+DATA vec126<>+28(SB)/4, $0x42fc0000
+GLOBL vec126<>(SB), RODATA|NOPTR, $32
+
+DATA vec192<>+0(SB)/4, $0x43400000
+DATA vec192<>+4(SB)/4, $0x43400000
+DATA vec192<>+8(SB)/4, $0x43400000
+DATA vec192<>+12(SB)/4, $0x43400000
+DATA vec192<>+16(SB)/4, $0x43400000
+DATA vec192<>+20(SB)/4, $0x43400000
+DATA vec192<>+24(SB)/4, $0x43400000
+DATA vec192<>+28(SB)/4, $0x43400000
+GLOBL vec192<>(SB), RODATA|NOPTR, $32
+
+DATA vecExpG<>+0(SB)/4, $0x82000000
+DATA vecExpG<>+4(SB)/4, $0x82000000
+DATA vecExpG<>+8(SB)/4, $0x82000000
+DATA vecExpG<>+12(SB)/4, $0x82000000
+DATA vecExpG<>+16(SB)/4, $0x82000000
+DATA vecExpG<>+20(SB)/4, $0x82000000
+DATA vecExpG<>+24(SB)/4, $0x82000000
+DATA vecExpG<>+28(SB)/4, $0x82000000
+GLOBL vecExpG<>(SB), RODATA|NOPTR, $32
+
+DATA vecExpS1<>+0(SB)/4, $0x7f000000
+DATA vecExpS1<>+4(SB)/4, $0x7f000000
+DATA vecExpS1<>+8(SB)/4, $0x7f000000
+DATA vecExpS1<>+12(SB)/4, $0x7f000000
+DATA vecExpS1<>+16(SB)/4, $0x7f000000
+DATA vecExpS1<>+20(SB)/4, $0x7f000000
+DATA vecExpS1<>+24(SB)/4, $0x7f000000
+DATA vecExpS1<>+28(SB)/4, $0x7f000000
+GLOBL vecExpS1<>(SB), RODATA|NOPTR, $32
 
 // func dotF16AVX2(a *float32, b *uint16, n int) float32
 // Requires: AVX, F16C, SSE
@@ -240,7 +260,7 @@ axpyF16_done:
 	RET
 
 // func siluMulAVX2(h *float32, x *float32, u *float32, n int)
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, FMA3
 TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32
 	MOVQ h+0(FP), AX
 	MOVQ x+8(FP), CX
@@ -251,53 +271,55 @@ TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32
 	JE   siluMul_done
 
 siluMul_loop:
-	VMOVUPS   (CX)(SI*4), Y0
-	VXORPS    vecSign<>+0(SB), Y0, Y1
-	VCMPPS    $0x03, Y1, Y1, Y2
-	VMAXPS    vecExpLo<>+0(SB), Y1, Y3
-	VMINPS    vecExpHi<>+0(SB), Y3, Y3
-	VMULPS    vecLog2e<>+0(SB), Y3, Y4
-	VROUNDPS  $0x00, Y4, Y4
-	VMULPS    vecLn2Hi<>+0(SB), Y4, Y5
-	VSUBPS    Y5, Y3, Y3
-	VMULPS    vecLn2Lo<>+0(SB), Y4, Y5
-	VSUBPS    Y5, Y3, Y3
-	VMULPS    vecExpP4<>+0(SB), Y3, Y6
-	VADDPS    vecExpP3<>+0(SB), Y6, Y6
-	VMULPS    Y3, Y6, Y6
-	VADDPS    vecExpP2<>+0(SB), Y6, Y6
-	VMULPS    Y3, Y6, Y6
-	VADDPS    vecExpP1<>+0(SB), Y6, Y6
-	VMULPS    Y3, Y6, Y6
-	VADDPS    vecExpP0<>+0(SB), Y6, Y6
-	VMULPS    Y3, Y3, Y5
-	VMULPS    Y5, Y6, Y6
-	VADDPS    Y3, Y6, Y6
-	VADDPS    vecOne<>+0(SB), Y6, Y6
-	VCVTPS2DQ Y4, Y4
-	VPSRAD    $0x01, Y4, Y3
-	VPSUBD    Y3, Y4, Y4
-	VPADDD    vecBias<>+0(SB), Y3, Y3
-	VPSLLD    $0x17, Y3, Y3
-	VPADDD    vecBias<>+0(SB), Y4, Y4
-	VPSLLD    $0x17, Y4, Y4
-	VMULPS    Y3, Y6, Y6
-	VMULPS    Y4, Y6, Y6
-	VBLENDVPS Y2, Y1, Y6, Y6
-	VADDPS    vecOne<>+0(SB), Y6, Y6
-	VDIVPS    Y6, Y0, Y0
-	VMULPS    (DX)(SI*4), Y0, Y0
-	VMOVUPS   Y0, (AX)(SI*4)
-	ADDQ      $0x08, SI
-	CMPQ      BX, SI
-	JNE       siluMul_loop
+	VMOVUPS      (CX)(SI*4), Y0
+	VXORPS       Y1, Y1, Y1
+	VSUBPS       Y0, Y1, Y1
+	VMOVUPS      vecExpShift<>+0(SB), Y2
+	VFMADD231PS  vecLog2e<>+0(SB), Y1, Y2
+	VSUBPS       vecExpShift<>+0(SB), Y2, Y3
+	VMOVUPS      Y1, Y1
+	VFNMADD231PS vecLn2Hi<>+0(SB), Y3, Y1
+	VFNMADD231PS vecLn2Lo<>+0(SB), Y3, Y1
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       vecOne<>+0(SB), Y2, Y4
+	VMULPS       Y1, Y1, Y5
+	VMOVUPS      vecExpC3<>+0(SB), Y6
+	VFMADD231PS  vecExpC4<>+0(SB), Y1, Y6
+	VMOVUPS      vecExpC1<>+0(SB), Y7
+	VFMADD231PS  vecExpC2<>+0(SB), Y1, Y7
+	VFMADD213PS  Y7, Y5, Y6
+	VMULPS       vecExpC0<>+0(SB), Y1, Y1
+	VFMADD231PS  Y5, Y6, Y1
+	VMOVUPS      Y4, Y5
+	VFMADD231PS  Y1, Y4, Y5
+	VANDPS       vecAbs<>+0(SB), Y3, Y4
+	VCMPPS       $0x1e, vec126<>+0(SB), Y4, Y6
+	VCMPPS       $0x1e, vec192<>+0(SB), Y4, Y4
+	VXORPS       Y7, Y7, Y7
+	VCMPPS       $0x12, Y7, Y3, Y7
+	VANDPS       vecExpG<>+0(SB), Y7, Y7
+	VPADDD       vecExpS1<>+0(SB), Y7, Y3
+	VPSUBD       Y7, Y2, Y2
+	VMOVUPS      Y2, Y7
+	VFMADD231PS  Y1, Y2, Y7
+	VMULPS       Y3, Y7, Y7
+	VBLENDVPS    Y6, Y7, Y5, Y5
+	VMULPS       Y3, Y3, Y3
+	VBLENDVPS    Y4, Y3, Y5, Y5
+	VADDPS       vecOne<>+0(SB), Y5, Y5
+	VDIVPS       Y5, Y0, Y0
+	VMULPS       (DX)(SI*4), Y0, Y0
+	VMOVUPS      Y0, (AX)(SI*4)
+	ADDQ         $0x08, SI
+	CMPQ         BX, SI
+	JNE          siluMul_loop
 
 siluMul_done:
 	VZEROUPPER
 	RET
 
 // func softmaxExpAVX2(x *float32, n int, mx float32) float64
-// Requires: AVX, AVX2, SSE2
+// Requires: AVX, AVX2, FMA3, SSE2
 TEXT ·softmaxExpAVX2(SB), NOSPLIT, $0-32
 	MOVQ         x+0(FP), AX
 	MOVQ         n+8(FP), CX
@@ -310,55 +332,47 @@ TEXT ·softmaxExpAVX2(SB), NOSPLIT, $0-32
 softmaxExp_loop:
 	VMOVUPS      (AX)(DX*4), Y2
 	VSUBPS       Y0, Y2, Y2
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VMAXPS       vecExpLo<>+0(SB), Y2, Y4
-	VMINPS       vecExpHi<>+0(SB), Y4, Y4
-	VMULPS       vecLog2e<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VMULPS       vecLn2Hi<>+0(SB), Y5, Y6
-	VSUBPS       Y6, Y4, Y4
-	VMULPS       vecLn2Lo<>+0(SB), Y5, Y6
-	VSUBPS       Y6, Y4, Y4
-	VMULPS       vecExpP4<>+0(SB), Y4, Y7
-	VADDPS       vecExpP3<>+0(SB), Y7, Y7
-	VMULPS       Y4, Y7, Y7
-	VADDPS       vecExpP2<>+0(SB), Y7, Y7
-	VMULPS       Y4, Y7, Y7
-	VADDPS       vecExpP1<>+0(SB), Y7, Y7
-	VMULPS       Y4, Y7, Y7
-	VADDPS       vecExpP0<>+0(SB), Y7, Y7
-	VMULPS       Y4, Y4, Y6
-	VMULPS       Y6, Y7, Y7
-	VADDPS       Y4, Y7, Y7
-	VADDPS       vecOne<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y5
-	VPSRAD       $0x01, Y5, Y4
-	VPSUBD       Y4, Y5, Y5
-	VPADDD       vecBias<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       vecBias<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y4, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VBLENDVPS    Y3, Y2, Y7, Y7
-	VMOVUPS      Y7, (AX)(DX*4)
-	VCVTPS2PD    X7, Y2
+	VMOVUPS      vecExpShift<>+0(SB), Y3
+	VFMADD231PS  vecLog2e<>+0(SB), Y2, Y3
+	VSUBPS       vecExpShift<>+0(SB), Y3, Y4
+	VMOVUPS      Y2, Y2
+	VFNMADD231PS vecLn2Hi<>+0(SB), Y4, Y2
+	VFNMADD231PS vecLn2Lo<>+0(SB), Y4, Y2
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       vecOne<>+0(SB), Y3, Y5
+	VMULPS       Y2, Y2, Y6
+	VMOVUPS      vecExpC3<>+0(SB), Y7
+	VFMADD231PS  vecExpC4<>+0(SB), Y2, Y7
+	VMOVUPS      vecExpC1<>+0(SB), Y8
+	VFMADD231PS  vecExpC2<>+0(SB), Y2, Y8
+	VFMADD213PS  Y8, Y6, Y7
+	VMULPS       vecExpC0<>+0(SB), Y2, Y2
+	VFMADD231PS  Y6, Y7, Y2
+	VMOVUPS      Y5, Y6
+	VFMADD231PS  Y2, Y5, Y6
+	VANDPS       vecAbs<>+0(SB), Y4, Y5
+	VCMPPS       $0x1e, vec126<>+0(SB), Y5, Y7
+	VCMPPS       $0x1e, vec192<>+0(SB), Y5, Y5
+	VXORPS       Y8, Y8, Y8
+	VCMPPS       $0x12, Y8, Y4, Y8
+	VANDPS       vecExpG<>+0(SB), Y8, Y8
+	VPADDD       vecExpS1<>+0(SB), Y8, Y4
+	VPSUBD       Y8, Y3, Y3
+	VMOVUPS      Y3, Y8
+	VFMADD231PS  Y2, Y3, Y8
+	VMULPS       Y4, Y8, Y8
+	VBLENDVPS    Y7, Y8, Y6, Y6
+	VMULPS       Y4, Y4, Y4
+	VBLENDVPS    Y5, Y4, Y6, Y6
+	VMOVUPS      Y6, (AX)(DX*4)
+	VEXTRACTF128 $0x01, Y6, X2
+	VADDPS       X6, X2, X2
+	VMOVHLPS     X2, X2, X3
+	VADDPS       X3, X2, X2
+	VMOVSHDUP    X2, X3
+	VADDSS       X3, X2, X2
+	VCVTSS2SD    X2, X2, X2
 	VADDSD       X2, X1, X1
-	VUNPCKHPD    X2, X2, X3
-	VADDSD       X3, X1, X1
-	VEXTRACTF128 $0x01, Y2, X3
-	VADDSD       X3, X1, X1
-	VUNPCKHPD    X3, X3, X3
-	VADDSD       X3, X1, X1
-	VEXTRACTF128 $0x01, Y7, X2
-	VCVTPS2PD    X2, Y2
-	VADDSD       X2, X1, X1
-	VUNPCKHPD    X2, X2, X3
-	VADDSD       X3, X1, X1
-	VEXTRACTF128 $0x01, Y2, X3
-	VADDSD       X3, X1, X1
-	VUNPCKHPD    X3, X3, X3
-	VADDSD       X3, X1, X1
 	ADDQ         $0x08, DX
 	CMPQ         CX, DX
 	JNE          softmaxExp_loop

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 
@@ -259,12 +260,12 @@ func TestVecKernelsDirect(t *testing.T) {
 }
 
 // TestVecOpsUseAVX2 checks that a build with the assembly kernels, on a
-// CPU with AVX2 and F16C (the development machine), runs them: SIMD()
+// CPU with AVX2, F16C and FMA (the development machine), runs them: SIMD()
 // reports avx2, which is the condition vecops.go dispatches on. A noasm
 // build is recognised by its stub panicking.
 func TestVecOpsUseAVX2(t *testing.T) {
-	if !xcpu.X86.HasAVX2 || !xcpu.X86.HasF16C {
-		t.Skip("this CPU has no AVX2 and F16C")
+	if !xcpu.X86.HasAVX2 || !xcpu.X86.HasF16C || !xcpu.X86.HasFMA {
+		t.Skip("this CPU lacks one of AVX2, F16C and FMA")
 	}
 	a, b := []float32{1, 2, 3, 4, 5, 6, 7, 8}, make([]uint16, 8)
 	for i := range b {
@@ -279,7 +280,7 @@ func TestVecOpsUseAVX2(t *testing.T) {
 		t.Skip("build without the assembly kernels")
 	}
 	if SIMD() != "avx2" {
-		t.Fatalf("SIMD() = %q on a CPU with AVX2 and F16C, want avx2", SIMD())
+		t.Fatalf("SIMD() = %q on a CPU with AVX2, F16C and FMA, want avx2", SIMD())
 	}
 	if got := dotF16AVX2(&a[0], &b[0], len(a)); got != 36 {
 		t.Fatalf("dotF16AVX2 of 1..8 with ones = %v, want 36", got)
@@ -287,9 +288,9 @@ func TestVecOpsUseAVX2(t *testing.T) {
 }
 
 // TestExpfAccuracy checks Expf against math.Exp: relative error below
-// 8.4e-8 (the maximum over all float32 in [-87, 88], found exhaustively)
-// on a grid and random points, within an ulp of the float32 result in the
-// subnormal range, and the special cases.
+// 8.4e-8 (glibc's bound is 0.502 ulp, at most 6e-8) on a grid and random
+// points, within an ulp of the float32 result in the subnormal range, and
+// the special cases.
 func TestExpfAccuracy(t *testing.T) {
 	check := func(x float32) {
 		got, want := float64(Expf(x)), math.Exp(float64(x))
@@ -331,6 +332,108 @@ func TestExpfAccuracy(t *testing.T) {
 	}
 }
 
+// TestExpfGlibc checks Expf on inputs where glibc 2.36's expf (x86-64,
+// Debian 12) does not return the correctly rounded exp: found by comparing
+// the two over 224,596 floats spread over [-104, 89], where Expf gave
+// glibc's bits on every one.
+func TestExpfGlibc(t *testing.T) {
+	for _, c := range [][2]uint32{
+		{0x3bce43f5, 0x3f80ceeb}, // 0.006294722
+		{0x3d9b5bc3, 0x3f8a1672}, // 0.075858615
+		{0x3dcafd50, 0x3f8d563e}, // 0.09911597
+		{0x3fb04749, 0x407dad1a}, // 1.3771755
+		{0xbb450a41, 0x3f7f3b42}, // -0.0030065926
+		{0xbcd40b97, 0x3f797568}, // -0.025884433
+		{0xbd73fb6e, 0x3f713247}, // -0.059565954
+		{0xbdebbe9d, 0x3f642a2b}, // -0.11510966
+		{0xbfbb1ec6, 0x3e6d5d34}, // -1.4618766
+		{0xc1909537, 0x32734377}, // -18.072859
+		{0xc220639c, 0x228e354b}, // -40.097275
+	} {
+		x := math.Float32frombits(c[0])
+		if got := math.Float32bits(Expf(x)); got != c[1] {
+			t.Errorf("Expf(%v) = %#08x, glibc %#08x", x, got, c[1])
+		}
+		if cr := math.Float32bits(float32(math.Exp(float64(x)))); cr == c[1] {
+			t.Errorf("Expf(%v): glibc's %#08x is the correctly rounded value; the case tests nothing", x, c[1])
+		}
+	}
+}
+
+// TestExpf8Intrinsics checks expf8 against ggml_v_expf compiled from ggml's
+// intrinsics (gcc 12 -O2 -mavx2 -mfma, Zen 3): inputs where it differs
+// from the correctly rounded exp, and the two scaled paths (|n| > 126 and
+// |n| > 192). Over 800,000 inputs (random bits and uniform in [-120, 120])
+// expf8 gave the intrinsics' bits on every one.
+func TestExpf8Intrinsics(t *testing.T) {
+	cases := [][2]uint32{
+		{0x421e40f0, 0x5c071b06}, // 39.563416
+		{0x4233c07e, 0x5fe3d3fd}, // 44.93798
+		{0xc1d1baaf, 0x2c90d114}, // -26.216154
+		{0xc1065f08, 0x396c370d}, // -8.398201
+		{0x42775a71, 0x6c147360}, // 61.83832
+		{0x3f88b2f9, 0x403a3453}, // 1.0679618
+		{0x422e21c1, 0x5edf9a1e}, // 43.532963
+		{0xc0c0e854, 0x3b1de7b7}, // -6.0283604
+		{0xc1d6d72f, 0x2c18e31d}, // -26.85507
+		{0xc1a404fd, 0x30ab66d8}, // -20.502436
+		{0x416f2ed9, 0x4a3d97ad}, // 14.948937
+		{0xc1f2fbdd, 0x29911d6b}, // -30.37298
+		{0x42b73bc8, 0x7f800000}, // 91.6168
+		{0xc2b89641, 0x0000e682}, // -92.2935
+		{0xc3381d0c, 0x00000000}, // -184.113
+		{0x432e37c4, 0x7f800000}, // 174.218
+	}
+	for _, c := range cases {
+		x := math.Float32frombits(c[0])
+		if got := math.Float32bits(expf8(x)); got != c[1] {
+			t.Errorf("expf8(%v) = %#08x, ggml_v_expf %#08x", x, got, c[1])
+		}
+	}
+	// The AVX2 kernel on the same inputs, 8 lanes at a time.
+	for _, on := range simdModes() {
+		withSIMD(on, func() {
+			x := make([]float32, 16)
+			for i, c := range cases {
+				x[i] = math.Float32frombits(c[0])
+			}
+			SoftmaxExp(x, 0)
+			for i, c := range cases {
+				if got := math.Float32bits(x[i]); got != c[1] {
+					t.Errorf("%s: SoftmaxExp lane of %v = %#08x, ggml_v_expf %#08x", modeName(on), math.Float32frombits(c[0]), got, c[1])
+				}
+			}
+		})
+	}
+}
+
+// TestFmaf checks Fmaf against a*b+c computed exactly (math/big) and
+// rounded once, on random operands and on ones where c cancels most of the
+// product or sits half a float32 ulp from it, where a rounding through
+// float64 alone would often be off.
+func TestFmaf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	for i := 0; i < 1<<19; i++ {
+		a, b := float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		var c float32
+		switch i % 3 {
+		case 0:
+			c = float32(rng.NormFloat64())
+		case 1:
+			c = -(a * b) // cancellation: the result is the product's rounding error
+		case 2:
+			p := a * b
+			c = (math.Nextafter32(p, float32(math.Inf(1))) - p) / 2 // near a midpoint
+		}
+		e := new(big.Float).SetPrec(200).Mul(big.NewFloat(float64(a)), big.NewFloat(float64(b)))
+		e.Add(e, big.NewFloat(float64(c)))
+		want, _ := e.Float32()
+		if got := Fmaf(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("Fmaf(%v, %v, %v) = %v, want %v", a, b, c, got, want)
+		}
+	}
+}
+
 // TestSiluMulValues checks silu against float64 arithmetic on ordinary
 // values and its limits for large |x|.
 func TestSiluMulValues(t *testing.T) {
@@ -359,10 +462,11 @@ func TestSiluMulValues(t *testing.T) {
 	}
 }
 
-// TestSoftmaxExpSum checks that SoftmaxExp's sum is the float64 sum of the
-// new values in index order and that the values are Expf(x - mx). Inputs
-// spread over [-80, 0] give exponentials from 2^-115 to 1, more than the 53
-// bits of a float64 hold, so the order of the additions shows in the sum.
+// TestSoftmaxExpSum checks SoftmaxExp against its definition: expf8 and a
+// float32 sum per whole group of 8, Expf and a float64 sum for the rest.
+// Inputs spread over [-80, 0] give exponentials from 2^-115 to 1, more
+// than the 53 bits of a float64 hold, so the order of the additions shows
+// in the sum.
 func TestSoftmaxExpSum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(59, 60))
 	var inputs [][]float32
@@ -386,11 +490,25 @@ func TestSoftmaxExpSum(t *testing.T) {
 				}
 				sum := SoftmaxExp(x, mx)
 				var want float64
-				for i, v := range x {
-					if e := Expf(orig[i] - mx); math.Float32bits(v) != math.Float32bits(e) {
-						t.Fatalf("%s n=%d: x[%d] = %v, want Expf(%v) = %v", modeName(on), n, i, v, orig[i]-mx, e)
+				full := n &^ 7
+				for g := 0; g < full; g += 8 {
+					var e [8]float32
+					for l := range e {
+						e[l] = expf8(orig[g+l] - mx)
 					}
-					want += float64(v)
+					want += float64(((e[0] + e[4]) + (e[2] + e[6])) + ((e[1] + e[5]) + (e[3] + e[7])))
+				}
+				for i, v := range x {
+					e := Expf(orig[i] - mx)
+					if i < full {
+						e = expf8(orig[i] - mx)
+					}
+					if math.Float32bits(v) != math.Float32bits(e) {
+						t.Fatalf("%s n=%d: x[%d] = %v, want %v", modeName(on), n, i, v, e)
+					}
+					if i >= full {
+						want += float64(v)
+					}
 				}
 				if sum != want {
 					t.Fatalf("%s n=%d: sum %v, want %v", modeName(on), n, sum, want)

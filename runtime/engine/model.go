@@ -103,6 +103,7 @@ type Model struct {
 	eps                    float32
 	thetaScale, freqScale  float32
 	ropeFactors            []float32 // [RopeDim/2] frequency divisors, or nil
+	yarn                   yarn
 	kqScale                float32
 
 	embd, output *cpu.Matrix
@@ -131,6 +132,39 @@ type layer struct {
 // "blk.3.attn_q.weight: shape [64 32], want [64 64]" (shapes in GGUF order,
 // [K N]).
 func New(p layout.Params, w Weights, opts Options) (*Model, error) {
+	m, err := build(p, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	m.pool = cpu.NewPool(threads)
+	return m, nil
+}
+
+// Check is the engine's model check: it reports whether New accepts p and
+// w (architecture, hyperparameters, rope scaling, every tensor's presence,
+// type and shape) and whether a tokenizer of tokens tokens fits the model's
+// vocabulary, with the error a run would give. It reads no tensor data
+// (xdnapack calls it with the planned shapes before packing).
+func Check(p layout.Params, w Weights, tokens int) error {
+	m, err := build(p, w, Options{})
+	if err != nil {
+		return err
+	}
+	if tokens <= 0 {
+		return unsupportedf("no tokenizer: the model has no vocabulary (tokenizer.ggml.tokens)")
+	}
+	if tokens > m.vocab {
+		return unsupportedf("the tokenizer has %d tokens, the model only %d rows of token_embd.weight", tokens, m.vocab)
+	}
+	return nil
+}
+
+// build checks p and w and builds a Model without its kernel pool.
+func build(p layout.Params, w Weights, opts Options) (*Model, error) {
 	m := &Model{P: p, opts: opts, names: map[*cpu.Matrix]string{}}
 	if opts.Cache != CacheF32 && opts.Cache != CacheF16 {
 		return nil, unsupportedf("unsupported KV cache type %v", opts.Cache)
@@ -163,6 +197,7 @@ func New(p layout.Params, w Weights, opts Options) (*Model, error) {
 	}
 	m.thetaScale = float32(math.Pow(float64(base), float64(float32(-2)/float32(p.RopeDim))))
 	m.freqScale = 1
+	m.yarn = noYarn
 
 	mat := func(name string, n, k int) (*cpu.Matrix, error) {
 		x, ok, err := w.Matrix(name)
@@ -232,6 +267,19 @@ func New(p layout.Params, w Weights, opts Options) (*Model, error) {
 			m.freqScale = float32(1 / p.RopeFactor)
 		}
 	case "llama3":
+	case "yarn":
+		if p.RopeFactor < 1 {
+			return nil, unsupportedf("rope scaling yarn with factor %g: want 1 or more", p.RopeFactor)
+		}
+		orig := p.RopeOrigCtx
+		if orig <= 0 {
+			orig = p.ContextLength
+		}
+		if orig <= 0 {
+			return nil, unsupportedf("rope scaling yarn without an original context length")
+		}
+		m.freqScale = float32(1 / p.RopeFactor)
+		m.yarn = newYarn(p.RopeDim, orig, base, m.freqScale)
 	default:
 		return nil, unsupportedf("unsupported rope scaling %q", p.RopeScaling)
 	}
@@ -301,11 +349,6 @@ func New(p layout.Params, w Weights, opts Options) (*Model, error) {
 			return nil, err
 		}
 	}
-	threads := opts.Threads
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
-	m.pool = cpu.NewPool(threads)
 	return m, nil
 }
 

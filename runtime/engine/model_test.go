@@ -347,9 +347,13 @@ func TestErrors(t *testing.T) {
 		t.Errorf("gpt2: %v", err)
 	}
 	p = s.p
-	p.RopeScaling = "yarn"
-	if _, err := New(p, s.w, Options{}); err == nil || err.Error() != `unsupported rope scaling "yarn"` || !errors.Is(err, ErrUnsupported) {
-		t.Errorf("yarn: %v", err)
+	p.RopeScaling = "su"
+	if _, err := New(p, s.w, Options{}); err == nil || err.Error() != `unsupported rope scaling "su"` || !errors.Is(err, ErrUnsupported) {
+		t.Errorf("su: %v", err)
+	}
+	p.RopeScaling, p.RopeFactor = "yarn", 0
+	if _, err := New(p, s.w, Options{}); err == nil || !errors.Is(err, ErrUnsupported) {
+		t.Errorf("yarn without a factor: %v", err)
 	}
 
 	// A wrong shape names the tensor, in GGUF order [K N].

@@ -10,12 +10,16 @@ import (
 // The element-wise operations of the forward pass, each in ggml's float32
 // arithmetic (ggml-org/llama.cpp @ 0049e3cb202d8a8cebcfdbb137059e7e46627171,
 // ggml/src/ggml-cpu/ops.cpp: ggml_compute_forward_rms_norm_f32,
-// ggml_rope_cache_init, rope_yarn, soft_max; vec.h: ggml_silu_f32). Go has no float32 libm, so
-// cosf, sinf and sqrtf are computed in float64 and rounded, which gives the
-// correctly rounded float32 result (sqrtf exactly so; glibc's cosf and sinf
-// are within an ulp of it). expf is cpu.Expf, within an ulp of exp like
-// ggml's own vectorised expf, so that softmax and silu run 8 lanes at a time
-// (cpu.SoftmaxExp, cpu.SiluMul) with the same result as one at a time.
+// ggml_rope_cache_init, rope_yarn, rotate_pairs, soft_max; vec.cpp:
+// ggml_vec_soft_max_f32, ggml_vec_swiglu_f32), as llama.cpp's x86-64 build
+// computes it. Go has no float32 libm, so cosf, sinf and sqrtf are computed
+// in float64 and rounded, which gives the correctly rounded float32 result
+// (sqrtf exactly so; glibc's cosf and sinf are within an ulp of it). The
+// exponentials of softmax and silu are ggml's own two (cpu.SoftmaxExp,
+// cpu.SiluMul: ggml_v_expf on the multiples of 8 of a row, glibc's expf on
+// the rest), and the rotations of rope fuse one product of each line as the
+// gcc build does (ropeNorm): without those, stories260K-q8_0 on "One day, a
+// big bear found a" came out up to 0.09 away from llama.cpp's logits.
 
 // rmsNorm writes y = x * 1/sqrt(mean(x^2) + eps) * w, as
 // ggml_compute_forward_rms_norm_f32 followed by the weight multiply: the
@@ -36,46 +40,99 @@ func rmsNorm(y, x, w []float32, eps float32) {
 }
 
 // ropeCache fills cs with the cos/sin pairs of position pos for the
-// rotation pairs i < len(cs)/2, as ggml_rope_cache_init with ext_factor 0
-// and attn_factor 1: theta starts at pos and is multiplied by
-// thetaScale = base^(-2/n_dims) per pair (in float32, so the rounding
-// accumulates as ggml's does), divided by the pair's frequency factor and
-// multiplied by freqScale; cs[2i] = cosf(theta), cs[2i+1] = sinf(theta).
-func ropeCache(cs []float32, pos int, thetaScale, freqScale float32, factors []float32) {
+// rotation pairs i < len(cs)/2, as ggml_rope_cache_init and rope_yarn:
+// theta starts at pos and is multiplied by thetaScale = base^(-2/n_dims)
+// per pair (in float32, so the rounding accumulates as ggml's does) and
+// divided by the pair's frequency factor (theta_extrap); theta_interp is
+// that times freqScale. Without YaRN (y.ext == 0) the angle is theta_interp;
+// with it, the pairs below the correction range keep theta_extrap, those
+// above take theta_interp, with a linear ramp between, and cos and sin are
+// multiplied by y.mscale:
+//
+//	ramp = 1 - clamp((i - y.lo) / max(0.001, y.hi - y.lo), 0, 1)
+//	mix  = ramp * y.ext
+//	t    = theta_interp*(1-mix) + theta_extrap*mix
+//	cs[2i], cs[2i+1] = cosf(t)*y.mscale, sinf(t)*y.mscale
+func ropeCache(cs []float32, pos int, thetaScale, freqScale float32, factors []float32, y yarn) {
 	theta := float32(pos)
 	for i := 0; i < len(cs)/2; i++ {
 		ff := float32(1)
 		if factors != nil {
 			ff = factors[i]
 		}
-		t := freqScale * (theta / ff)
-		cs[2*i] = float32(math.Cos(float64(t)))
-		cs[2*i+1] = float32(math.Sin(float64(t)))
+		extrap := theta / ff
+		t := freqScale * extrap
+		if y.ext != 0 {
+			r := (float32(i) - y.lo) / max(0.001, y.hi-y.lo)
+			mix := (1 - min(1, max(0, r))) * y.ext
+			t = t*(1-mix) + extrap*mix
+		}
+		cs[2*i] = float32(math.Cos(float64(t))) * y.mscale
+		cs[2*i+1] = float32(math.Sin(float64(t))) * y.mscale
 		theta *= thetaScale
 	}
 }
 
+// yarn holds the YaRN parameters of ropeCache: the correction range of
+// pairs [lo, hi], the extrapolation mix ext (0: no YaRN) and the magnitude
+// scale of cos and sin.
+type yarn struct{ lo, hi, ext, mscale float32 }
+
+// noYarn is plain rope.
+var noYarn = yarn{mscale: 1}
+
+// YaRN's defaults in llama.cpp (llama-cparams, llama-model.cpp): the
+// extrapolation factor is 1 when the model's scaling type is yarn, the
+// attention factor 1, beta_fast 32 and beta_slow 1 rotations.
+const (
+	yarnBetaFast = 32
+	yarnBetaSlow = 1
+)
+
+// newYarn computes the YaRN parameters as ggml_rope_yarn_corr_dims and
+// rope_yarn do: the pairs whose wavelength makes betaFast and betaSlow
+// rotations over the original context bound the ramp, and the magnitude is
+// 1 + 0.1*ln(1/freqScale).
+func newYarn(nDims, nCtxOrig int, base, freqScale float32) yarn {
+	corr := func(nRot float32) float32 {
+		return float32(nDims) * float32(math.Log(float64(float32(nCtxOrig)/(nRot*2*math.Pi)))) / (2 * float32(math.Log(float64(base))))
+	}
+	lo := float32(math.Floor(float64(corr(yarnBetaFast))))
+	hi := float32(math.Ceil(float64(corr(yarnBetaSlow))))
+	return yarn{
+		lo:     max(0, lo),
+		hi:     min(float32(nDims-1), hi),
+		ext:    1,
+		mscale: 1 * (1 + 0.1*float32(math.Log(float64(1/freqScale)))),
+	}
+}
+
 // ropeNorm rotates adjacent pairs (x[2i], x[2i+1]) of one head (llama's
-// "normal" mode), for the pairs that cs covers.
+// "normal" mode), for the pairs that cs covers. ggml's rotate_pairs writes
+// x0*cos - x1*sin and x0*sin + x1*cos; gcc (12, -O3 -march=native on an FMA
+// machine, contracting by default) fuses the first product of the first
+// line and the second of the second (vfmsub231ss, vfmadd132ss), which moves
+// a result by an ulp now and then, and so the goldens (see rotate).
 func ropeNorm(x, cs []float32) {
 	for i := 0; i < len(cs)/2; i++ {
-		c, s := cs[2*i], cs[2*i+1]
-		x0, x1 := x[2*i], x[2*i+1]
-		x[2*i] = x0*c - x1*s
-		x[2*i+1] = x0*s + x1*c
+		x[2*i], x[2*i+1] = rotate(x[2*i], x[2*i+1], cs[2*i], cs[2*i+1])
 	}
 }
 
 // ropeNeox rotates the pairs (x[i], x[i+n/2]) of one head, n = len(cs)
-// rotated dimensions (GPT-NeoX mode: qwen2, qwen3).
+// rotated dimensions (GPT-NeoX mode: qwen2, qwen3), with the arithmetic of
+// ropeNorm.
 func ropeNeox(x, cs []float32) {
 	h := len(cs) / 2
 	for i := 0; i < h; i++ {
-		c, s := cs[2*i], cs[2*i+1]
-		x0, x1 := x[i], x[i+h]
-		x[i] = x0*c - x1*s
-		x[i+h] = x0*s + x1*c
+		x[i], x[i+h] = rotate(x[i], x[i+h], cs[2*i], cs[2*i+1])
 	}
+}
+
+// rotate returns (x0*c - x1*s, x0*s + x1*c) as gcc compiles ggml's
+// rotate_pairs: fma(x0, c, -(x1*s)) and fma(x1, c, x0*s).
+func rotate(x0, x1, c, s float32) (float32, float32) {
+	return cpu.Fmaf(x0, c, -(x1 * s)), cpu.Fmaf(x1, c, x0*s)
 }
 
 // softmax turns scores into probabilities in place, as ggml's soft_max:

@@ -169,7 +169,7 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 	}
 	rd := p.RopeDim
 	for i := range tokens {
-		ropeCache(s.cs[i*rd:(i+1)*rd], s.pos+i, m.thetaScale, m.freqScale, m.ropeFactors)
+		ropeCache(s.cs[i*rd:(i+1)*rd], s.pos+i, m.thetaScale, m.freqScale, m.ropeFactors, m.yarn)
 	}
 	for li := range m.layers {
 		l := &m.layers[li]
@@ -390,4 +390,62 @@ func (m *Model) matMat(w *cpu.Matrix, x, y []float32, b int) {
 		return
 	}
 	matMat(w, x, y, b, m.pool)
+}
+
+// Truncate drops the positions from n on, so that the next token is at
+// position n (a conversation that keeps the start of its cache). n above
+// Pos() changes nothing.
+func (s *State) Truncate(n int) {
+	if n < 0 {
+		n = 0
+	}
+	if n < s.pos {
+		s.pos = n
+	}
+}
+
+// StateBytes returns the bytes NewState(ctx) allocates: the KV cache, the
+// attention scratch and the buffers of a batch. It lets a caller refuse a
+// context that cannot be allocated before allocating anything; it errs when
+// the count passes 2^62.
+func (m *Model) StateBytes(ctx int) (int64, error) {
+	if ctx <= 0 {
+		return 0, fmt.Errorf("context %d: want > 0", ctx)
+	}
+	p := m.P
+	batch := m.opts.Batch
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	batch = min(batch, ctx)
+	threads := int64(m.pool.Threads())
+	elem, qh := int64(4), int64(0)
+	if m.opts.Cache == CacheF16 {
+		elem, qh = 2, threads*int64(p.HeadDim)
+	}
+	const limit = 1 << 62
+	mul := func(a ...int64) int64 {
+		r := int64(1)
+		for _, x := range a {
+			if x < 0 || (x != 0 && r > limit/x) {
+				return -1
+			}
+			r *= x
+		}
+		return r
+	}
+	parts := []int64{
+		mul(int64(p.Layers), int64(ctx), int64(m.kvDim+m.vDim), elem), // K and V
+		mul(threads, int64(ctx), 4),                                    // scores
+		mul(int64(batch), int64(3*m.dim+2*(m.qDim+m.kvDim+m.vDim)+p.Heads*p.HeadDimV+4*p.FeedForward+p.RopeDim), 4),
+		mul(int64(m.vocab)+qh, 4),
+	}
+	var total int64
+	for _, x := range parts {
+		if x < 0 || total > limit-x {
+			return 0, fmt.Errorf("context %d: the state's size overflows", ctx)
+		}
+		total += x
+	}
+	return total, nil
 }

@@ -1,7 +1,11 @@
-// Package emu is an emulated NPU: an npu.Device that executes, over the
-// exact bytes staged into its buffer objects, what the AIE GEMV kernel
-// computes (kernel.go), so that the whole host path of package npu (ring,
-// planner, descriptors, fallback) runs and is tested without hardware.
+// Package emu is an emulated NPU: an npu.Device that executes each run's
+// TXN instruction stream as the firmware would (exec.go: shim BDs, address
+// patches, queue pushes, syncs), gathers each column's input streams from
+// the exact bytes staged into its buffer objects as the shim DMAs move
+// them, and runs the GEMV kernel on every column (kernel.go, the Go model;
+// package sim, the AIE kernel sources compiled for the host), so that the
+// whole host path of package npu (ring, planner, streams, fallback) runs
+// and is tested without hardware.
 //
 // It is honest in the ways a real device is strict:
 //
@@ -9,16 +13,18 @@
 //     and writes only device views; Sync copies between the two. A missing
 //     sync gives stale data, as it would on the non-coherent NPU.
 //   - Syncing a buffer that an unfinished run uses is refused (ErrBusy).
-//   - The instruction descriptor is validated strictly (npu.ParseDesc)
-//     against the device's columns and the sizes of the run's buffers; a
-//     bad one ends the run in state ERROR with the reason.
+//   - The instruction stream is decoded and executed strictly (Execute):
+//     what the hardware refuses, or a stream on which it would hang or
+//     move bytes outside a buffer, ends the run in state ERROR with the op
+//     and field; so does a parameter header or stream length the kernel
+//     does not take.
 //   - Runs execute in submission order on one device queue; a run on
 //     another hardware context than the one before counts a context switch.
 //   - Contexts are limited (6 on XDNA1, 16 on XDNA2), as are commands in
 //     flight per context (4) and the instruction heap (64 MiB).
 //
 // Faults can be injected: InjectFault makes the k-th run hang (its Wait
-// times out) or finish in state ERROR.
+// times out), finish in state ERROR, or run a corrupted stream.
 package emu
 
 import (
@@ -263,7 +269,7 @@ func (d *Device) InjectFault(dispatch int64, f Fault) {
 // creates a hardware context for it, or returns the context already made
 // for the same UUID and kernel. An xclbin made by XCLBin restricts the
 // context to its weight format and K-tile; any other NPU xclbin is taken to
-// implement the GEMV of whatever format its descriptors name.
+// implement the GEMV of whatever format its parameter headers name.
 func (d *Device) LoadKernel(data []byte, name string) (npu.Kernel, error) {
 	f, err := xclbin.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
@@ -409,8 +415,9 @@ func (d *Device) Free(h npu.BO) error {
 }
 
 // Run submits the GEMV kernel: opcode npu.OpcodeTxn, the instruction
-// buffer holding one descriptor of words words, and three data buffers:
-// bo0 the weight runs, bo1 the activations, bo2 the outputs.
+// buffer holding a TXN stream of words words, and three data buffers: bo0
+// the weight runs, bo1 the parameter header and activations, bo2 the
+// outputs.
 func (d *Device) Run(k npu.Kernel, opcode uint64, instr npu.BO, words int, data ...npu.BO) (npu.Run, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -3,6 +3,7 @@ package emu
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/npu/txn"
@@ -120,12 +121,22 @@ type dest struct {
 }
 
 type machine struct {
-	cfg   ExecConfig
-	args  [][]byte
-	tiles []shimTile
-	st    ExecStats
-	op    int
-	name  string
+	cfg      ExecConfig
+	args     [][]byte
+	tiles    []shimTile
+	st       ExecStats
+	op       int
+	name     string
+	launched bool
+	results  []result // per column, computed ahead by launch
+}
+
+// result is a column kernel's run, computed ahead of its sync.
+type result struct {
+	d   *dest
+	out []byte
+	n   int
+	err error
 }
 
 func (m *machine) fail(format string, args ...any) error {
@@ -497,7 +508,50 @@ func (m *machine) sync(op *txn.Op, numCols int) error {
 		return m.fail("sync on column %d S2MM channel %d: the transfer pushed by op %d issues no token (enable_token_issue 0); the run would hang", col, ch, d.op)
 	}
 	t.s2mm[ch] = nil
+	if !m.launched {
+		m.launch()
+	}
 	return m.runKernel(col, d)
+}
+
+// launch runs, in parallel, the kernels of every column whose output
+// transfer is pending when the stream first waits (its inputs are all
+// pushed by then: a later push to a column is refused), as the columns of
+// the array run concurrently; runKernel then takes each column's result.
+func (m *machine) launch() {
+	m.launched = true
+	acts := m.tiles[0].mm2s[txn.ActChannel]
+	if len(acts) == 0 {
+		return
+	}
+	m.results = make([]result, len(m.tiles))
+	var wg sync.WaitGroup
+	for c := range m.tiles {
+		d := m.tiles[c].s2mm[txn.OutChannel]
+		if d == nil {
+			if m.tiles[c].s2mm[1-txn.OutChannel] != nil {
+				d = m.tiles[c].s2mm[1-txn.OutChannel]
+			} else {
+				continue
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &m.results[c]
+			r.d, r.out = d, make([]byte, d.bytes)
+			r.n, r.err = m.cfg.Kernel.RunColumn(c, m.tiles[c].mm2s[txn.WeightChannel], acts, r.out)
+		}()
+	}
+	wg.Wait()
+}
+
+// result returns column col's result computed ahead for dest d, if any.
+func (m *machine) result(col int, d *dest) *result {
+	if d == nil || col >= len(m.results) || m.results[col].d != d {
+		return nil
+	}
+	return &m.results[col]
 }
 
 // runKernel runs column col's kernel on its input streams and writes its
@@ -513,10 +567,16 @@ func (m *machine) runKernel(col int, d *dest) error {
 		return nil
 	}
 	var out []byte
-	if d != nil {
-		out = make([]byte, d.bytes)
+	var n int
+	var err error
+	if r := m.result(col, d); r != nil {
+		out, n, err = r.out, r.n, r.err
+	} else {
+		if d != nil {
+			out = make([]byte, d.bytes)
+		}
+		n, err = m.cfg.Kernel.RunColumn(col, t.mm2s[txn.WeightChannel], acts, out)
 	}
-	n, err := m.cfg.Kernel.RunColumn(col, t.mm2s[txn.WeightChannel], acts, out)
 	if err != nil {
 		return m.fail("column %d kernel: %v", col, err)
 	}

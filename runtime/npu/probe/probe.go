@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
 )
 
 // ErrNoDevice reports that no amdxdna device was found.
@@ -147,13 +149,13 @@ func Device(path string) (*Info, error) {
 		return nil, fmt.Errorf("%s: driver %q: %w", path, info.Driver, ErrNotXDNA)
 	}
 	readPCI(path, info)
-	if err := getInfo(fd, QueryAIEMetadata, &info.Metadata); err != nil {
+	if err := getInfo(fd, amdxdna.QueryAIEMetadata, &info.Metadata); err != nil {
 		return nil, fmt.Errorf("%s: query AIE metadata: %w", path, err)
 	}
-	if err := getInfo(fd, QueryAIEVersion, &info.AIEVersion); err != nil {
+	if err := getInfo(fd, amdxdna.QueryAIEVersion, &info.AIEVersion); err != nil {
 		return nil, fmt.Errorf("%s: query AIE version: %w", path, err)
 	}
-	if err := getInfo(fd, QueryFirmwareVersion, &info.Firmware); err != nil {
+	if err := getInfo(fd, amdxdna.QueryFirmwareVersion, &info.Firmware); err != nil {
 		return nil, fmt.Errorf("%s: query firmware version: %w", path, err)
 	}
 	return info, nil
@@ -178,8 +180,8 @@ func drmDriver(fd uintptr, info *Info) error {
 	var p runtime.Pinner
 	defer p.Unpin()
 	p.Pin(&name[0])
-	v := drmVersion{NameLen: uint64(len(name)), Name: uint64(uintptr(unsafe.Pointer(&name[0])))}
-	if err := ioctl(fd, ioctlVersion, unsafe.Pointer(&v)); err != nil {
+	v := amdxdna.DRMVersion{NameLen: uint64(len(name)), Name: uint64(uintptr(unsafe.Pointer(&name[0])))}
+	if err := ioctl(fd, amdxdna.IoctlVersion, unsafe.Pointer(&v)); err != nil {
 		if errors.Is(err, syscall.ENOTTY) || errors.Is(err, syscall.EINVAL) {
 			return fmt.Errorf("not a DRM device: %w", err)
 		}
@@ -197,8 +199,8 @@ func getInfo[T any](fd uintptr, param uint32, out *T) error {
 	defer p.Unpin()
 	p.Pin(out)
 	size := uint32(unsafe.Sizeof(*out))
-	arg := GetInfo{Param: param, BufferSize: size, Buffer: uint64(uintptr(unsafe.Pointer(out)))}
-	if err := ioctl(fd, IoctlGetInfo, unsafe.Pointer(&arg)); err != nil {
+	arg := amdxdna.GetInfo{Param: param, BufferSize: size, Buffer: uint64(uintptr(unsafe.Pointer(out)))}
+	if err := ioctl(fd, amdxdna.IoctlGetInfo, unsafe.Pointer(&arg)); err != nil {
 		return err
 	}
 	return nil

@@ -8,9 +8,10 @@
 //
 // Every kernel does, lane by lane, the float32 operations of its Go twin in
 // vecops.go (the specification) on the same operands in the same order: a
-// product then a separate sum (no FMA, which the Go code does not have),
-// the same polynomial for exp, the same reduction tree for the dot
-// product. So the results are bit-identical to the Go twins. The kernels
+// product then a separate sum, except in the exp (ggml's ggml_v_expf, whose
+// FMAs the Go code does with Fmaf), the same reduction tree for the dot
+// product and the softmax sum. So the results are bit-identical to the Go
+// twins. The kernels
 // take a number of elements that is a multiple of 8; vecops.go does the
 // rest with the Go twins.
 package main
@@ -34,27 +35,26 @@ func main() {
 	Generate()
 }
 
-// The constants of Expf, the same values as in vecops.go.
+// The constants of expf8, the same values as in expf.go.
 const (
-	expLo  float32 = -104
-	expHi  float32 = 89
-	log2e  float32 = 0x1.715476p+0
-	ln2Hi  float32 = 0x1.63p-1
-	ln2Lo  float32 = -0x1.bd0106p-13
-	expP0  float32 = 0x1.fffffcp-2
-	expP1  float32 = 0x1.555492p-3
-	expP2  float32 = 0x1.5558f2p-5
-	expP3  float32 = 0x1.1239d4p-7
-	expP4  float32 = 0x1.6a244cp-10
-	signBt         = 0x80000000
+	exp8Shift float32 = 0x1.8p23
+	exp8Log2e float32 = 0x1.715476p+0
+	exp8Ln2Hi float32 = 0x1.62e4p-1
+	exp8Ln2Lo float32 = 0x1.7f7d1cp-20
+	exp8C0    float32 = 0x1.ffffecp-1
+	exp8C1    float32 = 0x1.fffdb6p-2
+	exp8C2    float32 = 0x1.555e66p-3
+	exp8C3    float32 = 0x1.573e2ep-5
+	exp8C4    float32 = 0x1.0e4020p-7
 )
 
 // Constant vectors, each a value repeated in the 8 lanes.
 var (
-	vLo, vHi, vLog2e, vLn2Hi, vLn2Lo, vOne Mem
-	vP                                     [5]Mem // expP0 .. expP4
-	vBias                                  Mem    // int32 127, the float32 exponent bias
-	vSign                                  Mem    // the float32 sign bit
+	vShift, vLog2e, vLn2Hi, vLn2Lo, vOne Mem
+	vC                                   [5]Mem // exp8C0 .. exp8C4
+	vAbs                                 Mem    // all bits but the sign
+	v126, v192                           Mem    // float32 126 and 192
+	vG, vS1                              Mem    // 0x82000000, 0x7f000000
 )
 
 // splat declares a table of 8 copies of the 32-bit word w.
@@ -68,17 +68,19 @@ func splat(name string, w uint32) Mem {
 
 func constants() {
 	f := func(name string, v float32) Mem { return splat(name, math.Float32bits(v)) }
-	vLo = f("vecExpLo", expLo)
-	vHi = f("vecExpHi", expHi)
-	vLog2e = f("vecLog2e", log2e)
-	vLn2Hi = f("vecLn2Hi", ln2Hi)
-	vLn2Lo = f("vecLn2Lo", ln2Lo)
+	vShift = f("vecExpShift", exp8Shift)
+	vLog2e = f("vecLog2e", exp8Log2e)
+	vLn2Hi = f("vecLn2Hi", exp8Ln2Hi)
+	vLn2Lo = f("vecLn2Lo", exp8Ln2Lo)
 	vOne = f("vecOne", 1)
-	for i, c := range []float32{expP0, expP1, expP2, expP3, expP4} {
-		vP[i] = f("vecExpP"+string(rune('0'+i)), c)
+	for i, c := range []float32{exp8C0, exp8C1, exp8C2, exp8C3, exp8C4} {
+		vC[i] = f("vecExpC"+string(rune('0'+i)), c)
 	}
-	vBias = splat("vecBias", 127)
-	vSign = splat("vecSign", signBt)
+	vAbs = splat("vecAbs", 0x7fffffff)
+	v126 = f("vec126", 126)
+	v192 = f("vec192", 192)
+	vG = splat("vecExpG", 0x82000000)
+	vS1 = splat("vecExpS1", 0x7f000000)
 }
 
 // param returns the stack slot of an argument.
@@ -97,51 +99,55 @@ func elem(base, i Register, size uint8, disp int) Mem {
 }
 
 // exp8 returns a new register with the exp of the 8 floats of x, computed
-// as expf in vecops.go does lane by lane: NaN gives x itself; otherwise x
-// is clamped to [expLo, expHi], n = round(x*log2e) (to nearest even), r =
-// (x - n*ln2Hi) - n*ln2Lo, p = (((P4*r + P3)*r + P2)*r + P1)*r + P0,
-// y = (p*(r*r) + r) + 1, and the result is (y * 2^(n>>1)) * 2^(n-(n>>1)).
-// x is left unchanged.
+// as expf8 in expf.go (ggml_v_expf) does lane by lane, with the same FMAs:
+// z = x*log2e + shift, n = z - shift, b = x - n*ln2Hi - n*ln2Lo (fused),
+// k = 2^n from the bits of z, u = b*b, j = ((C4*b + C3)*u + (C2*b + C1))*u
+// + C0*b, and k*j + k; lanes with |n| > 126 take (s2*j + s2)*s1 and those
+// with |n| > 192 s1*s1 instead. x is left unchanged.
 func exp8(x VecVirtual) VecVirtual {
-	nan := YMM()
-	VCMPPS(U8(3), x, x, nan) // unordered: x is NaN
-	c := YMM()
-	VMAXPS(vLo, x, c)
-	VMINPS(vHi, c, c)
+	z := YMM()
+	VMOVUPS(vShift, z)
+	VFMADD231PS(vLog2e, x, z) // z = x*log2e + shift
 	n := YMM()
-	VMULPS(vLog2e, c, n)
-	VROUNDPS(U8(0), n, n)
-	t, r := YMM(), YMM()
-	VMULPS(vLn2Hi, n, t)
-	VSUBPS(t, c, r)
-	VMULPS(vLn2Lo, n, t)
-	VSUBPS(t, r, r)
-	p := YMM()
-	VMULPS(vP[4], r, p)
-	for i := 3; i >= 0; i-- {
-		VADDPS(vP[i], p, p)
-		if i > 0 {
-			VMULPS(r, p, p)
-		}
-	}
-	VMULPS(r, r, t)
-	VMULPS(t, p, p)
-	VADDPS(r, p, p)
-	VADDPS(vOne, p, p)
-	// The scale factors 2^k1 and 2^k2, k1 = n>>1 and k2 = n - k1, built in
-	// the exponent bits; both are normal for n in [-150, 128].
-	k2, k1 := n, YMM()
-	VCVTPS2DQ(n, k2)
-	VPSRAD(U8(1), k2, k1)
-	VPSUBD(k1, k2, k2)
-	VPADDD(vBias, k1, k1)
-	VPSLLD(U8(23), k1, k1)
-	VPADDD(vBias, k2, k2)
-	VPSLLD(U8(23), k2, k2)
-	VMULPS(k1, p, p)
-	VMULPS(k2, p, p)
-	VBLENDVPS(nan, x, p, p)
-	return p
+	VSUBPS(vShift, z, n) // n = z - shift
+	b := YMM()
+	VMOVUPS(x, b)
+	VFNMADD231PS(vLn2Hi, n, b) // b = -(n*ln2Hi) + x
+	VFNMADD231PS(vLn2Lo, n, b) // b = -(n*ln2Lo) + b
+	e, k := YMM(), YMM()
+	VPSLLD(U8(23), z, e)
+	VPADDD(vOne, e, k) // k = 2^n: bits of z << 23 plus those of 1.0
+	u := YMM()
+	VMULPS(b, b, u)
+	p, q, j := YMM(), YMM(), YMM()
+	VMOVUPS(vC[3], p)
+	VFMADD231PS(vC[4], b, p) // p = C4*b + C3
+	VMOVUPS(vC[1], q)
+	VFMADD231PS(vC[2], b, q) // q = C2*b + C1
+	VFMADD213PS(q, u, p)     // p = p*u + q
+	VMULPS(vC[0], b, j)      // j = C0*b
+	VFMADD231PS(u, p, j)     // j = p*u + j
+	res := YMM()
+	VMOVUPS(k, res)
+	VFMADD231PS(j, k, res) // res = k*j + k
+	// The lanes with |n| > 126 (c) and > 192 (d).
+	an, c, d := YMM(), YMM(), YMM()
+	VANDPS(vAbs, n, an)
+	VCMPPS(U8(0x1e), v126, an, c) // GT_OQ: an > 126
+	VCMPPS(U8(0x1e), v192, an, d)
+	g, s1 := YMM(), YMM()
+	VXORPS(g, g, g)
+	VCMPPS(U8(0x12), g, n, g) // LE_OQ: n <= 0
+	VANDPS(vG, g, g)
+	VPADDD(vS1, g, s1) // s1 = g + 0x7f000000
+	VPSUBD(g, e, e)    // s2 = e - g
+	VMOVUPS(e, g)
+	VFMADD231PS(j, e, g) // s2*j + s2
+	VMULPS(s1, g, g)
+	VBLENDVPS(c, g, res, res)
+	VMULPS(s1, s1, s1)
+	VBLENDVPS(d, s1, res, res)
+	return res
 }
 
 // loop emits a loop over n elements (n a multiple of step, maybe 0) with
@@ -259,7 +265,8 @@ func siluMul() {
 	loop("siluMul", i, n, 8, func() {
 		gv, x := YMM(), YMM()
 		VMOVUPS(elem(g, i, 4, 0), gv)
-		VXORPS(vSign, gv, x)
+		VXORPS(x, x, x)
+		VSUBPS(gv, x, x) // 0 - x, as ggml_v_silu
 		e := exp8(x)
 		VADDPS(vOne, e, e)
 		VDIVPS(e, gv, gv)
@@ -270,8 +277,10 @@ func siluMul() {
 	RET()
 }
 
-// softmaxExp writes softmaxExpAVX2: x = exp(x - mx), 8 at a time, each
-// value widened to float64 and added to the sum in index order.
+// softmaxExp writes softmaxExpAVX2: x = exp(x - mx), 8 at a time, the 8
+// values summed in float32 as ((e0+e4) + (e2+e6)) + ((e1+e5) + (e3+e7))
+// (the hsum of ggml_vec_soft_max_f32), widened to float64 and added to the
+// sum.
 func softmaxExp() {
 	TEXT("softmaxExpAVX2", NOSPLIT, "func(x *float32, n int, mx float32) float64")
 	Pragma("noescape")
@@ -283,29 +292,21 @@ func softmaxExp() {
 	sum := XMM()
 	VXORPD(sum, sum, sum)
 	i := GP64()
-	// add4 adds the 4 float64 lanes of d to sum, lane 0 first.
-	add4 := func(d VecVirtual) {
-		t := XMM()
-		VADDSD(d.AsX(), sum, sum)
-		VUNPCKHPD(d.AsX(), d.AsX(), t)
-		VADDSD(t, sum, sum)
-		VEXTRACTF128(U8(1), d, t)
-		VADDSD(t, sum, sum)
-		VUNPCKHPD(t, t, t)
-		VADDSD(t, sum, sum)
-	}
 	loop("softmaxExp", i, n, 8, func() {
 		v := YMM()
 		VMOVUPS(elem(x, i, 4, 0), v)
 		VSUBPS(mv, v, v)
 		e := exp8(v)
 		VMOVUPS(e, elem(x, i, 4, 0))
-		d, hi := YMM(), XMM()
-		VCVTPS2PD(e.AsX(), d)
-		add4(d)
-		VEXTRACTF128(U8(1), e, hi)
-		VCVTPS2PD(hi, d)
-		add4(d)
+		t, h := XMM(), XMM()
+		VEXTRACTF128(U8(1), e, t)
+		VADDPS(e.AsX(), t, t) // t_j = e_j + e_{j+4}
+		VMOVHLPS(t, t, h)     // h = (t2, t3, ...)
+		VADDPS(h, t, t)       // (t0+t2, t1+t3, ...)
+		VMOVSHDUP(t, h)       // h0 = t1+t3
+		VADDSS(h, t, t)       // (t0+t2) + (t1+t3)
+		VCVTSS2SD(t, t, t)
+		VADDSD(t, sum, sum)
 	})
 	Store(sum, ReturnIndex(0))
 	VZEROUPPER()
