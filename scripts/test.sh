@@ -8,11 +8,21 @@ FUZZTIME="${FUZZTIME:-2000x}"
 echo "== go vet"
 go vet ./...
 go vet -tags xrt ./...
+go vet -tags sim ./runtime/npu/sim ./cmd/xdnarun
 
 echo "== go test"
 go test -count=1 -timeout 20m ./...
 echo "== go test -tags noasm (the pure-Go kernels under the goldens)"
 go test -count=1 -tags noasm ./runtime/cpu ./runtime/engine
+echo "== go test -tags sim (the AIE kernel sources compiled for this machine, under the goldens)"
+if command -v g++ >/dev/null 2>&1; then
+  go test -count=1 -tags sim ./runtime/npu/sim
+  go test -count=1 -tags sim ./cmd/xdnarun -run 'TestSimDevice|TestGoldens//sim'
+elif [ "${CI:-}" = true ]; then
+  echo "no g++ in CI: .ci/run installs it" >&2; exit 1
+else
+  echo "skipped: no g++ on this machine (the sim tests need a C++ compiler)"
+fi
 
 echo "== fuzz ($FUZZTIME each)"
 for pkg in $(go list ./...); do

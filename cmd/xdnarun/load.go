@@ -20,6 +20,7 @@ import (
 	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
+	"github.com/xdna-go/xdna/runtime/npu/sim"
 	"github.com/xdna-go/xdna/runtime/npu/probe"
 	"github.com/xdna-go/xdna/runtime/npu/xrt"
 	"github.com/xdna-go/xdna/runtime/tokenizer"
@@ -47,9 +48,9 @@ type loadOptions struct {
 
 func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	switch o.device {
-	case "auto", "cpu", "emu", "npu":
+	case "auto", "cpu", "emu", "sim", "npu":
 	default:
-		return nil, fmt.Errorf("--device %q: want auto, cpu, emu or npu", o.device)
+		return nil, fmt.Errorf("--device %q: want auto, cpu, emu, sim or npu", o.device)
 	}
 	if o.threads < 1 || o.threads > 1024 {
 		return nil, fmt.Errorf("-t %d: want 1..1024 threads", o.threads)
@@ -192,10 +193,17 @@ func (l *loaded) openDevice(o loadOptions) error {
 	switch l.device {
 	case "cpu":
 		return nil
-	case "emu":
+	case "emu", "sim":
 		cfg, err := emu.ForTarget(m.Package.Target)
 		if err != nil {
 			return err
+		}
+		if l.device == "sim" {
+			if err := sim.Available(); err != nil {
+				return fmt.Errorf("--device sim: %w", err)
+			}
+			cfg.Name = "sim-" + m.Package.Target
+			cfg.Kernels = sim.KernelsFor(m.Package.Target)
 		}
 		d := emu.New(cfg)
 		if o.emuFault != "" {
@@ -219,7 +227,7 @@ func (l *loaded) openDevice(o loadOptions) error {
 		}
 	}
 	slots := npu.FileSlots(l.file)
-	if l.device == "emu" || l.device == "npu" && npuStandIns {
+	if l.device == "emu" || l.device == "sim" || l.device == "npu" && npuStandIns {
 		var err error
 		if slots, err = emu.StandIns(m.Tensors, slots, m.Package.Columns); err != nil {
 			l.dev.Close()
@@ -232,7 +240,7 @@ func (l *loaded) openDevice(o loadOptions) error {
 		warn = os.Stderr
 	}
 	timeout := 5 * time.Second
-	if l.device == "emu" {
+	if l.device == "emu" || l.device == "sim" {
 		timeout = 2 * time.Second // the emulator's Go kernels run a 0.5B matmul in ~100 ms
 	}
 	b, err := npu.NewBackend(l.dev, m.Tensors, slots, l.pool, npu.Options{Warn: warn, Timeout: timeout})

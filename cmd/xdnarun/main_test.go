@@ -127,6 +127,10 @@ const (
 	flipMargin = 0.05 // a greedy flip is forgiven where llama.cpp's top-2 margin is below this
 )
 
+// goldenDevices are the devices and targets TestGoldens runs every golden
+// on; a -tags sim build adds the simulated AIE kernels (sim_test.go).
+var goldenDevices = []struct{ name, target string }{{"cpu", "xdna2"}, {"emu", "xdna1"}, {"emu", "xdna2"}, {"npu", "xdna1"}, {"npu", "xdna2"}}
+
 // TestGoldens runs every golden of ../shared/fixtures/golden through the CLI
 // (--temp 0 --json --top-logits 8) and compares with llama.cpp.
 func TestGoldens(t *testing.T) {
@@ -137,7 +141,7 @@ func TestGoldens(t *testing.T) {
 	for _, gf := range files {
 		base := strings.TrimSuffix(filepath.Base(gf), ".json")
 		model, key, _ := strings.Cut(base, ".")
-		for _, dev := range []struct{ name, target string }{{"cpu", "xdna2"}, {"emu", "xdna1"}, {"emu", "xdna2"}, {"npu", "xdna1"}, {"npu", "xdna2"}} {
+		for _, dev := range goldenDevices {
 			t.Run(base+"/"+dev.name+"-"+dev.target, func(t *testing.T) {
 				if dev.name == "npu" { // the pure-Go driver over the fake amdxdna driver
 					cfg := amdxdnatest.XDNA1()

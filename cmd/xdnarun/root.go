@@ -49,7 +49,7 @@ func addLoadFlags(cmd *cobra.Command, o *loadOptions) {
 	f := cmd.Flags()
 	f.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "CPU threads")
 	f.IntVarP(&o.ctx, "ctx-size", "c", 0, "context size in tokens (0: the model's, at most 4096)")
-	f.StringVar(&o.device, "device", "auto", "where planned matrices run: auto (npu if found, else cpu), cpu, emu (emulated NPU) or npu")
+	f.StringVar(&o.device, "device", "auto", "where planned matrices run: auto (npu if found, else cpu), cpu, emu (emulated NPU, Go kernel model), sim (emulated NPU running the AIE kernel sources; a -tags sim build) or npu")
 	f.StringVar(&o.emuFault, "emu-fault", "", "inject a fault into the emulator: DISPATCH:KIND (timeout, error, or a wrong stream: txn-opcode, txn-gen, txn-bd, txn-length, txn-patch)")
 	f.MarkHidden("emu-fault")
 }

@@ -12,8 +12,9 @@
 // of at most MaxRows rows, CoreObject), run the core (the tile kernel over the chunk's
 // K-tiles and pieces, accumulating in f32) and write its rows of the output stream.
 //
-// The kernels need cgo and a C++ compiler; without them (or with the nosim build tag)
-// Available returns the reason and every Column fails with it.
+// The kernels are compiled in with the sim build tag, cgo and a C++ compiler; by
+// default they are not (building xdna needs no C++ compiler), and then Available
+// returns the reason and every Column fails with it.
 package sim
 
 import (

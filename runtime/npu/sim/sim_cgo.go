@@ -1,4 +1,4 @@
-//go:build cgo && !nosim
+//go:build cgo && sim
 
 package sim
 

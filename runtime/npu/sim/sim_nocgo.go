@@ -1,4 +1,4 @@
-//go:build !cgo || nosim
+//go:build !cgo || !sim
 
 package sim
 
@@ -8,10 +8,10 @@ import (
 	"github.com/xdna-go/xdna/planar"
 )
 
-var errNoCompiler = errors.New("sim: this build has no compiled kernels: --device sim needs cgo and a C++ compiler (g++; CGO_ENABLED=1, without the nosim tag)")
+var errNoCompiler = errors.New("sim: this build has no compiled kernels: --device sim needs a build with -tags sim, cgo and a C++ compiler (g++): go build -tags sim ./cmd/xdnarun")
 
 // Available reports whether the kernels were compiled into this build: never in a
-// build without cgo (or with the nosim tag).
+// build without the sim tag or without cgo.
 func Available() error { return errNoCompiler }
 
 func cObjectBytes(string, planar.Type, int, int) int { return 0 }

@@ -1,4 +1,4 @@
-//go:build cgo && !nosim
+//go:build cgo && sim
 
 // The XDNA2 kernel sources, compiled for this machine against the aie_api host shim
 // (kernels/aie_api_shim) with every format and K-tile behind xdna2_run.
