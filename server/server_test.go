@@ -187,6 +187,11 @@ func TestStopWriter(t *testing.T) {
 func TestQueue(t *testing.T) {
 	b := &gateBackend{tick: make(chan struct{})}
 	url, _, _ := startServer(t, b, Config{Model: "m", Parallel: 2, Queue: 2})
+	// Release the generations before the server drains, also when the
+	// test fails half-way (cleanups run last-registered first).
+	var once sync.Once
+	release := func() { once.Do(func() { close(b.tick) }) }
+	t.Cleanup(release)
 	var wg sync.WaitGroup
 	codes := make(chan int, 4)
 	for i := 0; i < 4; i++ {
@@ -202,15 +207,19 @@ func TestQueue(t *testing.T) {
 	if got := errorOf(resp, v); got != "503 server_error server_overloaded" || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("full queue: %s %v", got, resp.Header)
 	}
-	// Free one place: step the running generations until one has finished
-	// and a waiting request has taken its slot.
-	for health(t, url) != "2 1" {
+	// Free one place: a generation of max_tokens 2 takes 2 steps, so of 3
+	// steps exactly one generation finishes (two would need 4, and a
+	// waiter only starts once one has finished), and a waiting request
+	// takes its slot. The counts on /health lag the steps, so they are
+	// waited for rather than polled between steps.
+	for i := 0; i < 3; i++ {
 		select {
 		case b.tick <- struct{}{}:
 		case <-time.After(5 * time.Second):
 			t.Fatal("no generation took a step")
 		}
 	}
+	waitFor(t, "one slot freed and taken", func() bool { return health(t, url) == "2 1" })
 	// A client waiting in the queue that gives up leaves it.
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/completions", strings.NewReader(`{"prompt":"a"}`))
@@ -222,7 +231,7 @@ func TestQueue(t *testing.T) {
 		t.Error("cancelled request returned no error")
 	}
 	waitFor(t, "the leaver gone", func() bool { return health(t, url) == "2 1" })
-	close(b.tick)
+	release()
 	wg.Wait()
 	close(codes)
 	for c := range codes {
