@@ -12,13 +12,15 @@ import (
 	"github.com/xdna-go/xdna/planar"
 )
 
-// The tensor stage of Run as a pipeline, so that reading, hashing,
+// The tensor stage of Run as a pipeline, so that reading and hashing,
 // repacking and writing overlap across cores:
 //
-//	reader (1) --> hasher (1): the source digest, in plan order
-//	           \-> packers (GOMAXPROCS): planar.Pack, any order
-//	           \-> writer (the caller): AddBlob in plan order
+//	reader (1): read and hash, in plan order --> packers (GOMAXPROCS-1): planar.Pack, any order
+//	                                         \-> writer (the caller): AddBlob in plan order
 //
+// The reader hashes each entry right after reading it, while its bytes are
+// in cache: a hasher goroutine of its own measured slower on the 2-core
+// development machine (more system time, one more thread to schedule).
 // The output is the serial loop's byte for byte (writeTensorsSerial in the
 // tests): blobs go to the Writer in plan order, and the digest sees the
 // tensors in plan order. At most inFlight bytes of source and packed
@@ -43,7 +45,6 @@ type packJob struct {
 	cost   int64         // bytes held against inFlight
 	err    error         // a pack error, set before packed is closed
 	packed chan struct{} // closed when dst is ready
-	hashed chan struct{} // closed when src has gone into the digest
 }
 
 func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, src io.ReaderAt, plan *Plan, w *layout.Writer, m *layout.Manifest, digest hash.Hash) (err error) {
@@ -51,28 +52,32 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	for _, e := range plan.Entries {
 		total += e.Size
 	}
-	workers := max(1, runtime.GOMAXPROCS(0))
+	// One P is left to the reader and the writer, which spend their time in
+	// read and write calls and the hash: with a packer on every P, each of
+	// their returns from a system call found no idle P, and on 2 cores the
+	// system time tripled (1.5 s against 0.5 s for a 1 GB model) and the
+	// pack took 2.5-3.0 s instead of 1.7-2.1.
+	workers := max(1, runtime.GOMAXPROCS(0)-1)
 	budget := newBudget(inFlight)
 	var bufs bufPool
-	toHash := make(chan *packJob, len(plan.Entries))
 	toPack := make(chan *packJob, len(plan.Entries))
 	toWrite := make(chan *packJob, len(plan.Entries))
 	var wg sync.WaitGroup
 
-	// The reader: every entry's parts into one buffer, in plan order.
+	// The reader: every entry's parts into one buffer and into the digest,
+	// in plan order.
 	var readErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer close(toWrite)
 		defer close(toPack)
-		defer close(toHash)
 		for _, e := range plan.Entries {
 			n := int64(0)
 			for _, t := range e.parts {
 				n += t.Size
 			}
-			j := &packJob{e: e, cost: n, packed: make(chan struct{}), hashed: make(chan struct{})}
+			j := &packJob{e: e, cost: n, packed: make(chan struct{})}
 			if e.Format != layout.FormatRaw {
 				j.cost += e.Size
 			}
@@ -88,25 +93,11 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 					budget.release(j.cost)
 					return
 				}
-				off += int(t.Size)
-			}
-			toHash <- j
-			toPack <- j
-			toWrite <- j
-		}
-	}()
-
-	// The hasher: the source digest, in plan order.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for j := range toHash {
-			off := 0
-			for _, t := range j.e.parts {
 				hashTensor(digest, t, j.src[off:off+int(t.Size)])
 				off += int(t.Size)
 			}
-			close(j.hashed)
+			toPack <- j
+			toWrite <- j
 		}
 	}()
 
@@ -137,7 +128,6 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		}
 		for j := range toWrite {
 			<-j.packed
-			<-j.hashed
 		}
 		wg.Wait()
 		if err == nil && readErr != nil {
@@ -162,7 +152,6 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		if opt.Progress != nil {
 			opt.Progress(done, total, j.e.Name)
 		}
-		<-j.hashed
 		if j.e.Format != layout.FormatRaw {
 			bufs.put(j.dst)
 		}

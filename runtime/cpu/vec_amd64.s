@@ -294,6 +294,9 @@ siluMul_loop:
 	VFMADD231PS  Y1, Y4, Y5
 	VANDPS       vecAbs<>+0(SB), Y3, Y4
 	VCMPPS       $0x1e, vec126<>+0(SB), Y4, Y6
+	VMOVMSKPS    Y6, DI
+	TESTL        DI, DI
+	JZ           siluMul_exp_done
 	VCMPPS       $0x1e, vec192<>+0(SB), Y4, Y4
 	VXORPS       Y7, Y7, Y7
 	VCMPPS       $0x12, Y7, Y3, Y7
@@ -306,13 +309,15 @@ siluMul_loop:
 	VBLENDVPS    Y6, Y7, Y5, Y5
 	VMULPS       Y3, Y3, Y3
 	VBLENDVPS    Y4, Y3, Y5, Y5
-	VADDPS       vecOne<>+0(SB), Y5, Y5
-	VDIVPS       Y5, Y0, Y0
-	VMULPS       (DX)(SI*4), Y0, Y0
-	VMOVUPS      Y0, (AX)(SI*4)
-	ADDQ         $0x08, SI
-	CMPQ         BX, SI
-	JNE          siluMul_loop
+
+siluMul_exp_done:
+	VADDPS  vecOne<>+0(SB), Y5, Y5
+	VDIVPS  Y5, Y0, Y0
+	VMULPS  (DX)(SI*4), Y0, Y0
+	VMOVUPS Y0, (AX)(SI*4)
+	ADDQ    $0x08, SI
+	CMPQ    BX, SI
+	JNE     siluMul_loop
 
 siluMul_done:
 	VZEROUPPER
@@ -352,6 +357,9 @@ softmaxExp_loop:
 	VFMADD231PS  Y2, Y5, Y6
 	VANDPS       vecAbs<>+0(SB), Y4, Y5
 	VCMPPS       $0x1e, vec126<>+0(SB), Y5, Y7
+	VMOVMSKPS    Y7, BX
+	TESTL        BX, BX
+	JZ           softmaxExp_exp_done
 	VCMPPS       $0x1e, vec192<>+0(SB), Y5, Y5
 	VXORPS       Y8, Y8, Y8
 	VCMPPS       $0x12, Y8, Y4, Y8
@@ -364,6 +372,8 @@ softmaxExp_loop:
 	VBLENDVPS    Y7, Y8, Y6, Y6
 	VMULPS       Y4, Y4, Y4
 	VBLENDVPS    Y5, Y4, Y6, Y6
+
+softmaxExp_exp_done:
 	VMOVUPS      Y6, (AX)(DX*4)
 	VEXTRACTF128 $0x01, Y6, X2
 	VADDPS       X6, X2, X2

@@ -103,8 +103,9 @@ func elem(base, i Register, size uint8, disp int) Mem {
 // z = x*log2e + shift, n = z - shift, b = x - n*ln2Hi - n*ln2Lo (fused),
 // k = 2^n from the bits of z, u = b*b, j = ((C4*b + C3)*u + (C2*b + C1))*u
 // + C0*b, and k*j + k; lanes with |n| > 126 take (s2*j + s2)*s1 and those
-// with |n| > 192 s1*s1 instead. x is left unchanged.
-func exp8(x VecVirtual) VecVirtual {
+// with |n| > 192 s1*s1 instead. x is left unchanged; name makes its
+// label unique.
+func exp8(x VecVirtual, name string) VecVirtual {
 	z := YMM()
 	VMOVUPS(vShift, z)
 	VFMADD231PS(vLog2e, x, z) // z = x*log2e + shift
@@ -130,12 +131,18 @@ func exp8(x VecVirtual) VecVirtual {
 	res := YMM()
 	VMOVUPS(k, res)
 	VFMADD231PS(j, k, res) // res = k*j + k
-	// The lanes with |n| > 126 (c) and > 192 (d).
-	an, c, d := YMM(), YMM(), YMM()
+	// The lanes with |n| > 126 (c) and > 192 (d), taken only when there
+	// are any, as ggml_v_expf does (computing s1*s1 for every lane would
+	// underflow, and underflows cost microcode assists).
+	an, c := YMM(), YMM()
 	VANDPS(vAbs, n, an)
 	VCMPPS(U8(0x1e), v126, an, c) // GT_OQ: an > 126
+	mask := GP32()
+	VMOVMSKPS(c, mask)
+	TESTL(mask, mask)
+	JZ(LabelRef(name + "_exp_done"))
+	d, g, s1 := YMM(), YMM(), YMM()
 	VCMPPS(U8(0x1e), v192, an, d)
-	g, s1 := YMM(), YMM()
 	VXORPS(g, g, g)
 	VCMPPS(U8(0x12), g, n, g) // LE_OQ: n <= 0
 	VANDPS(vG, g, g)
@@ -147,6 +154,7 @@ func exp8(x VecVirtual) VecVirtual {
 	VBLENDVPS(c, g, res, res)
 	VMULPS(s1, s1, s1)
 	VBLENDVPS(d, s1, res, res)
+	Label(name + "_exp_done")
 	return res
 }
 
@@ -267,7 +275,7 @@ func siluMul() {
 		VMOVUPS(elem(g, i, 4, 0), gv)
 		VXORPS(x, x, x)
 		VSUBPS(gv, x, x) // 0 - x, as ggml_v_silu
-		e := exp8(x)
+		e := exp8(x, "siluMul")
 		VADDPS(vOne, e, e)
 		VDIVPS(e, gv, gv)
 		VMULPS(elem(u, i, 4, 0), gv, gv)
@@ -296,7 +304,7 @@ func softmaxExp() {
 		v := YMM()
 		VMOVUPS(elem(x, i, 4, 0), v)
 		VSUBPS(mv, v, v)
-		e := exp8(v)
+		e := exp8(v, "softmaxExp")
 		VMOVUPS(e, elem(x, i, 4, 0))
 		t, h := XMM(), XMM()
 		VEXTRACTF128(U8(1), e, t)
