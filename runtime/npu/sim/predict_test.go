@@ -190,7 +190,7 @@ func TestPredictedDecode(t *testing.T) {
 				}
 				var paths []string
 				for _, pt := range p.Paths {
-					paths = append(paths, fmt.Sprintf("%.1f (%.1f)", 1e9/float64(pt.Total), pt.DispatchUS))
+					paths = append(paths, fmt.Sprintf("%.1f (%.1f/%.1f)", 1e9/float64(pt.Total), pt.FirstUS, pt.NextUS))
 				}
 				fmt.Fprintf(&b, "%-13s %-7s %-6s %5d %5d %9.1f %8d %9.2f %9.1f | %s\n", s.name, wname, target, p.NPUMatrices, p.Dispatches,
 					float64(p.NPUBytes)/(1<<20), p.ContextSwitches, p.MsPerToken(), p.TokensPerSecond(), strings.Join(paths, ", "))
