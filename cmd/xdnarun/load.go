@@ -20,8 +20,8 @@ import (
 	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
-	"github.com/xdna-go/xdna/runtime/npu/sim"
 	"github.com/xdna-go/xdna/runtime/npu/probe"
+	"github.com/xdna-go/xdna/runtime/npu/sim"
 	"github.com/xdna-go/xdna/runtime/npu/xrt"
 	"github.com/xdna-go/xdna/runtime/tokenizer"
 )

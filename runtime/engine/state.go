@@ -436,7 +436,7 @@ func (m *Model) StateBytes(ctx int) (int64, error) {
 	}
 	parts := []int64{
 		mul(int64(p.Layers), int64(ctx), int64(m.kvDim+m.vDim), elem), // K and V
-		mul(threads, int64(ctx), 4),                                    // scores
+		mul(threads, int64(ctx), 4),                                   // scores
 		mul(int64(batch), int64(3*m.dim+2*(m.qDim+m.kvDim+m.vDim)+p.Heads*p.HeadDimV+4*p.FeedForward+p.RopeDim), 4),
 		mul(int64(m.vocab)+qh, 4),
 	}
