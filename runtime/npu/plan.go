@@ -111,17 +111,22 @@ type ioDispatch struct {
 // each of its columns' outputs, start on 64 bytes.
 func planIO(g planar.Geometry, chunks []Chunk, tb int, l *ioLayout) {
 	rec := ActLayoutOf(g.Type, g.KTile).Stride
-	*l = ioLayout{d: l.d[:0]}
+	*l = ioLayout{d: l.d[:0]} // the dispatches' outs slices are reused: no allocation per call
 	for ci, ch := range chunks {
 		for s0 := 0; s0 < tb; s0 += MaxTokens {
 			ts := min(MaxTokens, tb-s0)
+			var outs []int
+			if len(l.d) < cap(l.d) {
+				outs = l.d[:len(l.d)+1][len(l.d)].outs[:0]
+			}
 			d := ioDispatch{ci: ci, s0: s0, ts: ts, hdr: l.act}
 			l.act += ParamsBytes + ch.Tiles*ts*rec
 			for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {
 				_, rows := g.GroupRows(c)
-				d.outs = append(d.outs, l.out)
+				outs = append(outs, l.out)
 				l.out += align64(4 * ts * rows)
 			}
+			d.outs = outs
 			l.d = append(l.d, d)
 		}
 	}
