@@ -2,6 +2,7 @@ package planar
 
 import (
 	"bytes"
+	"fmt"
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
@@ -311,4 +312,46 @@ func firstDiff(a, b []byte) int {
 // (-bench 'Pack(Ref)?/') to compare the row kernels with their references.
 func BenchmarkPackRef(b *testing.B) {
 	benchPack(b, packRef)
+}
+
+// BenchmarkRowKernel runs each row kernel and its reference on one row of a
+// 1024-element tile, in cache: the kernels' own speed.
+func BenchmarkRowKernel(b *testing.B) {
+	for _, typ := range []Type{Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K} {
+		for _, v := range []struct {
+			name string
+			f    func([]byte, rowPlanes)
+		}{{"fast", func(s []byte, p rowPlanes) { codecOf(typ).pack(s, len(s), len(s), p) }}, {"ref", packRefOf(typ)}} {
+			b.Run(typ.String()+"/"+v.name, func(b *testing.B) {
+				tile := 1024
+				src := randomSource(rand.New(rand.NewPCG(1, 2)), typ.RowBytes(tile))
+				var p rowPlanes
+				for k, pl := range formats[typ].Planes {
+					p[k] = make([]byte, pl.PerRow(tile))
+				}
+				b.SetBytes(int64(len(src)))
+				for b.Loop() {
+					v.f(src, p)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkPackModel packs Q4_0 matrices of the shapes and K-tiles xdnapack
+// gives a qwen05b-shaped model for xdna2 (ffn_gate_up, ffn_down, token_embd).
+func BenchmarkPackModel(b *testing.B) {
+	for _, g := range []Geometry{{Q4_0, 9728, 896, 8, 128}, {Q4_0, 896, 4864, 8, 128}, {Q4_0, 32000, 896, 8, 896}} {
+		b.Run(fmt.Sprintf("%dx%d/%d", g.N, g.K, g.KTile), func(b *testing.B) {
+			src := randomSource(rand.New(rand.NewPCG(1, 2)), g.SourceBytes())
+			dst := make([]byte, g.Size())
+			b.SetBytes(int64(len(src)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Pack(g, src, dst); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
