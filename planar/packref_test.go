@@ -2,8 +2,8 @@ package planar
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
