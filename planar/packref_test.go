@@ -342,16 +342,21 @@ func BenchmarkRowKernel(b *testing.B) {
 // gives a qwen05b-shaped model for xdna2 (ffn_gate_up, ffn_down, token_embd).
 func BenchmarkPackModel(b *testing.B) {
 	for _, g := range []Geometry{{Q4_0, 9728, 896, 8, 128}, {Q4_0, 896, 4864, 8, 128}, {Q4_0, 32000, 896, 8, 896}} {
-		b.Run(fmt.Sprintf("%dx%d/%d", g.N, g.K, g.KTile), func(b *testing.B) {
-			src := randomSource(rand.New(rand.NewPCG(1, 2)), g.SourceBytes())
-			dst := make([]byte, g.Size())
-			b.SetBytes(int64(len(src)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := Pack(g, src, dst); err != nil {
-					b.Fatal(err)
+		for _, v := range []struct {
+			name string
+			pack func(g Geometry, src, dst []byte) error
+		}{{"Pack", Pack}, {"packRef", packRef}} {
+			b.Run(fmt.Sprintf("%dx%d/%d/%s", g.N, g.K, g.KTile, v.name), func(b *testing.B) {
+				src := randomSource(rand.New(rand.NewPCG(1, 2)), g.SourceBytes())
+				dst := make([]byte, g.Size())
+				b.SetBytes(int64(len(src)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := v.pack(g, src, dst); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
