@@ -18,9 +18,12 @@ type rowPlanes [4][]byte
 
 // codec converts one row's K-tile between its GGUF blocks and its planes.
 // The slices are exactly sized: src/dst hold T/Block GGUF blocks, p[i] holds
-// PerRow(T) bytes of plane i, and dst of dequant holds T floats.
+// PerRow(T) bytes of plane i, and dst of dequant holds T floats. pack
+// converts a run of n rows at once: src holds their tiles at offsets 0,
+// stride, ..., (n-1)*stride, tile bytes each, and p[i] holds n*PerRow(T)
+// bytes, the rows' slices of plane i in order (packrow.go).
 type codec struct {
-	pack    func(src []byte, p rowPlanes)
+	pack    func(src []byte, stride, tile int, p rowPlanes)
 	unpack  func(p rowPlanes, dst []byte) error // error names the block inside the tile
 	dequant func(p rowPlanes, dst []float32)
 }
@@ -120,14 +123,18 @@ func Pack(g Geometry, src, dst []byte) error {
 			}
 		}
 		// Rows in chunks whose source stays in cache while the tiles are
-		// walked, so the source is read from memory once.
+		// walked, so the source is read from memory once. The chunk's rows
+		// are contiguous in each plane of a tile: one call packs them.
 		for i0 := 0; i0 < l.rows; i0 += chunk {
+			n := min(chunk, l.rows-i0)
 			for t := 0; t < g.Tiles(); t++ {
-				for i := i0; i < min(i0+chunk, l.rows); i++ {
-					s := (l.first+i)*rowBytes + t*tileBytes
-					l.row(dst, t, i, &p)
-					cd.pack(src[s:s+tileBytes:s+tileBytes], p)
+				s := (l.first+i0)*rowBytes + t*tileBytes
+				e := s + (n-1)*rowBytes + tileBytes
+				for k := 0; k < l.nplanes; k++ {
+					o := l.off[k] + t*l.stride + i0*l.per[k]
+					p[k] = dst[o : o+n*l.per[k] : o+n*l.per[k]]
 				}
+				cd.pack(src[s:e:e], rowBytes, tileBytes, p)
 			}
 		}
 	}
@@ -166,31 +173,8 @@ func Unpack(g Geometry, src, dst []byte) error {
 	return nil
 }
 
-// nibblesToSeq reorders the 4-bit codes of ggml's split layout into
-// sequential order. In q (2h bytes, h a multiple of 4), element j < 2h is
-// the low nibble of q[j] and element 2h+j the high nibble (block_q4_0 with
-// h = 8, one 64-element chunk of block_q4_K with h = 16). In out, element e
-// is at byte e/2, low nibble for even e. The reference loop is
-//
-//	for i := 0; i < h; i++ {
-//		out[i] = q[2*i]&0x0f | q[2*i+1]<<4
-//		out[h+i] = q[2*i]>>4 | q[2*i+1]&0xf0
-//	}
-//
-// done here eight source bytes at a time.
-func nibblesToSeq(q, out []byte) {
-	h := len(q) / 2
-	out = out[:len(q)]
-	for m := 0; m < h/4; m++ {
-		x := binary.LittleEndian.Uint64(q[8*m:])
-		lo := x & 0x0f0f0f0f0f0f0f0f
-		hi := x & 0xf0f0f0f0f0f0f0f0
-		binary.LittleEndian.PutUint32(out[4*m:], evenBytes(lo|lo>>4))
-		binary.LittleEndian.PutUint32(out[h+4*m:], evenBytes(hi>>4|hi>>8))
-	}
-}
-
-// seqToNibbles is the inverse of nibblesToSeq; its reference loop is
+// seqToNibbles is the inverse of nibblesToSeqRef (and of splitToSeq); its
+// reference loop is
 //
 //	for i := 0; i < h; i++ {
 //		q[2*i] = s[i]&0x0f | s[h+i]<<4
@@ -233,20 +217,7 @@ func transpose8(x uint64) uint64 {
 	return x
 }
 
-// q5kHighToSeq converts block_q5_K's qh[32] (the 5th bit of element 32k+l is
-// bit k of qh[l]) into the sequential high plane (element e at byte e/8, bit
-// e%8): out[4k+m] bit b = qh[8m+b] bit k.
-func q5kHighToSeq(qh, out []byte) {
-	qh, out = qh[:32], out[:32]
-	for m := 0; m < 4; m++ {
-		x := transpose8(binary.LittleEndian.Uint64(qh[8*m:]))
-		for k := 0; k < 8; k++ {
-			out[4*k+m] = byte(x >> (8 * k))
-		}
-	}
-}
-
-// seqToQ5kHigh is the inverse of q5kHighToSeq.
+// seqToQ5kHigh is the inverse of q5kHighToSeqRef (and of q5kHigh).
 func seqToQ5kHigh(s, qh []byte) {
 	s, qh = s[:32], qh[:32]
 	for m := 0; m < 4; m++ {
@@ -282,14 +253,7 @@ func checkSixBits(b []byte, block int) error {
 // ---- Q4_0: planes codes [T/2], scales [T/32 f16] ----
 
 var codecQ4_0 = codec{
-	pack: func(src []byte, p rowPlanes) {
-		codes, scales := p[0], p[1]
-		for b := 0; b < len(scales)/2; b++ {
-			s := src[18*b : 18*b+18]
-			scales[2*b], scales[2*b+1] = s[0], s[1]
-			nibblesToSeq(s[2:18], codes[16*b:16*b+16])
-		}
-	},
+	pack: packQ4_0,
 	unpack: func(p rowPlanes, dst []byte) error {
 		codes, scales := p[0], p[1]
 		for b := 0; b < len(scales)/2; b++ {
@@ -316,15 +280,7 @@ var codecQ4_0 = codec{
 // ---- Q5_0: planes codes [T/2], high [T/8], scales [T/32 f16] ----
 
 var codecQ5_0 = codec{
-	pack: func(src []byte, p rowPlanes) {
-		codes, high, scales := p[0], p[1], p[2]
-		for b := 0; b < len(scales)/2; b++ {
-			s := src[22*b : 22*b+22]
-			scales[2*b], scales[2*b+1] = s[0], s[1]
-			copy(high[4*b:4*b+4], s[2:6])
-			nibblesToSeq(s[6:22], codes[16*b:16*b+16])
-		}
-	},
+	pack: packQ5_0,
 	unpack: func(p rowPlanes, dst []byte) error {
 		codes, high, scales := p[0], p[1], p[2]
 		for b := 0; b < len(scales)/2; b++ {
@@ -355,14 +311,7 @@ var codecQ5_0 = codec{
 // ---- Q8_0: planes codes [T int8], scales [T/32 f16] ----
 
 var codecQ8_0 = codec{
-	pack: func(src []byte, p rowPlanes) {
-		codes, scales := p[0], p[1]
-		for b := 0; b < len(scales)/2; b++ {
-			s := src[34*b : 34*b+34]
-			scales[2*b], scales[2*b+1] = s[0], s[1]
-			copy(codes[32*b:32*b+32], s[2:34])
-		}
-	},
+	pack: packQ8_0,
 	unpack: func(p rowPlanes, dst []byte) error {
 		codes, scales := p[0], p[1]
 		for b := 0; b < len(scales)/2; b++ {
@@ -387,18 +336,7 @@ var codecQ8_0 = codec{
 // ---- Q4_K: planes codes [T/2], scalemins [T/256][16], dmin [T/256][2 f16] ----
 
 var codecQ4_K = codec{
-	pack: func(src []byte, p rowPlanes) {
-		codes, sm, dm := p[0], p[1], p[2]
-		for b := 0; b < len(dm)/4; b++ {
-			s := src[144*b : 144*b+144]
-			copy(dm[4*b:4*b+4], s[0:4])
-			packScaleMins(s[4:16], sm[16*b:16*b+16])
-			q, c := s[16:144], codes[128*b:128*b+128]
-			for j := 0; j < 4; j++ {
-				nibblesToSeq(q[32*j:32*j+32], c[32*j:32*j+32])
-			}
-		}
-	},
+	pack: packQ4_K,
 	unpack: func(p rowPlanes, dst []byte) error {
 		codes, sm, dm := p[0], p[1], p[2]
 		for b := 0; b < len(dm)/4; b++ {
@@ -421,19 +359,7 @@ var codecQ4_K = codec{
 // ---- Q5_K: planes codes [T/2], high [T/8], scalemins [T/256][16], dmin [T/256][2 f16] ----
 
 var codecQ5_K = codec{
-	pack: func(src []byte, p rowPlanes) {
-		codes, high, sm, dm := p[0], p[1], p[2], p[3]
-		for b := 0; b < len(dm)/4; b++ {
-			s := src[176*b : 176*b+176]
-			copy(dm[4*b:4*b+4], s[0:4])
-			packScaleMins(s[4:16], sm[16*b:16*b+16])
-			q5kHighToSeq(s[16:48], high[32*b:32*b+32])
-			q, c := s[48:176], codes[128*b:128*b+128]
-			for j := 0; j < 4; j++ {
-				nibblesToSeq(q[32*j:32*j+32], c[32*j:32*j+32])
-			}
-		}
-	},
+	pack: packQ5_K,
 	unpack: func(p rowPlanes, dst []byte) error {
 		codes, high, sm, dm := p[0], p[1], p[2], p[3]
 		for b := 0; b < len(dm)/4; b++ {
@@ -454,15 +380,8 @@ var codecQ5_K = codec{
 	dequant: func(p rowPlanes, dst []float32) { dequantK(p[0], p[1], p[2], p[3], dst) },
 }
 
-// packScaleMins writes the 12-byte scales array q of a block_q4_K/q5_K as
-// sm = the 8 sub-block scales then the 8 mins, one byte each.
-func packScaleMins(q, sm []byte) {
-	var sc, m [8]byte
-	scaleMinK4(q, &sc, &m)
-	copy(sm[0:8], sc[:])
-	copy(sm[8:16], m[:])
-}
-
+// unpackScaleMins is the inverse of packScaleMinsRef (and of scaleMins): sm,
+// the 8 sub-block scales then the 8 mins, back to the 12-byte scales array q.
 func unpackScaleMins(sm, q []byte) {
 	sc, m := [8]byte(sm[0:8]), [8]byte(sm[8:16])
 	packScaleMinK4(&sc, &m, q)
@@ -505,27 +424,7 @@ func dequantK(codes, high, sm, dm []byte, dst []float32) {
 // ---- Q6_K: planes codes [T int8, q-32], scales [T/16 int8], d [T/256 f16] ----
 
 var codecQ6_K = codec{
-	pack: func(src []byte, p rowPlanes) {
-		codes, scales, dd := p[0], p[1], p[2]
-		for b := 0; b < len(dd)/2; b++ {
-			s := src[210*b : 210*b+210]
-			copy(scales[16*b:16*b+16], s[192:208])
-			dd[2*b], dd[2*b+1] = s[208], s[209]
-			c := codes[256*b : 256*b+256]
-			for h := 0; h < 2; h++ {
-				ql := s[64*h : 64*h+64]
-				qh := s[128+32*h : 128+32*h+32]
-				o := c[128*h : 128*h+128]
-				for l := 0; l < 32; l++ {
-					a, bb, hh := ql[l], ql[l+32], qh[l]
-					o[l] = (a&0x0f | (hh&3)<<4) - 32
-					o[l+32] = (bb&0x0f | (hh>>2&3)<<4) - 32
-					o[l+64] = (a>>4 | (hh>>4&3)<<4) - 32
-					o[l+96] = (bb>>4 | (hh>>6)<<4) - 32
-				}
-			}
-		}
-	},
+	pack: packQ6_K,
 	unpack: func(p rowPlanes, dst []byte) error {
 		codes, scales, dd := p[0], p[1], p[2]
 		for b := 0; b < len(dd)/2; b++ {
@@ -575,7 +474,15 @@ var codecQ6_K = codec{
 
 // ---- F16, BF16, F32: one plane, values [T], copied ----
 
-func copyPack(src []byte, p rowPlanes)         { copy(p[0], src) }
+// copyPack packs the rows of a float format: each row's tile is copied.
+func copyPack(src []byte, stride, tile int, p rowPlanes) {
+	v := p[0]
+	for o := 0; o+tile <= len(src) && tile <= len(v); o += stride {
+		copy(v[:tile], src[o:o+tile])
+		v = v[tile:]
+	}
+}
+
 func copyUnpack(p rowPlanes, dst []byte) error { copy(dst, p[0]); return nil }
 
 var (
