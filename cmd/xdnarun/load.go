@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/xdna-go/xdna/cmd/internal/cli"
 	"github.com/xdna-go/xdna/layout"
-	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/npu"
@@ -84,7 +80,7 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 		}
 		tokens = l.tok.NumTokens()
 	}
-	if err := engine.Check(m.Model, fileWeights{f}, tokens); err != nil {
+	if err := engine.Check(m.Model, engine.FileWeights{F: f}, tokens); err != nil {
 		return fail(fmt.Errorf("%s: %w", path, err))
 	}
 	l.ctx = o.ctx
@@ -104,7 +100,7 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	if l.backend != nil {
 		opts.MatMul = l.backend
 	}
-	model, err := engine.New(m.Model, fileWeights{f}, opts)
+	model, err := engine.New(m.Model, engine.FileWeights{F: f}, opts)
 	if err != nil {
 		l.closeDevice()
 		return fail(fmt.Errorf("%s: %w", path, err))
@@ -270,51 +266,4 @@ func (l *loaded) Close() {
 	}
 	l.closeDevice()
 	l.file.Close()
-}
-
-// fileWeights serves tensors from the mapped file, in place.
-type fileWeights struct{ f *layout.File }
-
-func (w fileWeights) Matrix(name string) (*cpu.Matrix, bool, error) {
-	e, blob, ok := w.f.Tensor(name)
-	if !ok {
-		return nil, false, nil
-	}
-	if e.Format == layout.FormatRaw {
-		return nil, true, fmt.Errorf("tensor %q: stored raw, not as a matrix", name)
-	}
-	g, err := e.Geometry(w.f.Manifest.Package.Columns)
-	if err != nil {
-		return nil, true, fmt.Errorf("tensor %q: %w", name, err)
-	}
-	return &cpu.Matrix{G: g, Blob: blob}, true, nil
-}
-
-func (w fileWeights) Vector(name string) ([]float32, bool, error) {
-	e, blob, ok := w.f.Tensor(name)
-	if !ok {
-		return nil, false, nil
-	}
-	if e.Format != layout.FormatRaw || len(e.Shape) != 1 {
-		return nil, true, fmt.Errorf("tensor %q: %v %s is not a vector", name, e.Shape, e.Format)
-	}
-	n := e.Shape[0]
-	switch e.Type {
-	case "F32":
-		if uintptr(unsafe.Pointer(unsafe.SliceData(blob)))%4 == 0 {
-			return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(blob))), n), true, nil
-		}
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(blob[4*i:]))
-		}
-		return v, true, nil
-	case "F16":
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = planar.F16ToF32(binary.LittleEndian.Uint16(blob[2*i:]))
-		}
-		return v, true, nil
-	}
-	return nil, true, fmt.Errorf("tensor %q: vector of type %s", name, e.Type)
 }

@@ -31,7 +31,7 @@ func CheckModel(g *layout.GGUF, plan *Plan, columns int) error {
 }
 
 // planWeights serves the planned tensors to engine.Check as the run's
-// weights would be served from the package (cmd/xdnarun fileWeights): the
+// weights would be served from the package (engine.FileWeights): the
 // same geometry from the same entry, a blob of zeros of the planned size
 // (untouched, so never resident) in place of the packed bytes.
 type planWeights struct {

@@ -77,7 +77,7 @@ func TestDispatchCount05B(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := engine.New(mf.Model, fileWeights{f}, engine.Options{Threads: 2, Context: 128, Cache: engine.CacheF16, MatMul: b})
+		m, err := engine.New(mf.Model, engine.FileWeights{F: f}, engine.Options{Threads: 2, Context: 128, Cache: engine.CacheF16, MatMul: b})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,9 +2,7 @@ package amdxdna_test
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,8 +13,6 @@ import (
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/layout/pack"
-	"github.com/xdna-go/xdna/planar"
-	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
@@ -25,46 +21,6 @@ import (
 )
 
 const fixtures = "../../../../shared/fixtures"
-
-// fileWeights serves a package's tensors in place (as cmd/xdnarun does).
-type fileWeights struct{ f *layout.File }
-
-func (w fileWeights) Matrix(name string) (*cpu.Matrix, bool, error) {
-	e, blob, ok := w.f.Tensor(name)
-	if !ok {
-		return nil, false, nil
-	}
-	if e.Format == layout.FormatRaw {
-		return nil, true, fmt.Errorf("tensor %q: stored raw", name)
-	}
-	g, err := e.Geometry(w.f.Manifest.Package.Columns)
-	if err != nil {
-		return nil, true, err
-	}
-	return &cpu.Matrix{G: g, Blob: blob}, true, nil
-}
-
-func (w fileWeights) Vector(name string) ([]float32, bool, error) {
-	e, blob, ok := w.f.Tensor(name)
-	if !ok {
-		return nil, false, nil
-	}
-	if e.Format != layout.FormatRaw || len(e.Shape) != 1 {
-		return nil, true, fmt.Errorf("tensor %q is not a vector", name)
-	}
-	v := make([]float32, e.Shape[0])
-	for i := range v {
-		switch e.Type {
-		case "F32":
-			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(blob[4*i:]))
-		case "F16":
-			v[i] = planar.F16ToF32(binary.LittleEndian.Uint16(blob[2*i:]))
-		default:
-			return nil, true, fmt.Errorf("tensor %q: vector of type %s", name, e.Type)
-		}
-	}
-	return v, true, nil
-}
 
 type golden struct {
 	PromptTokens []int32 `json:"prompt_tokens"`
@@ -78,7 +34,7 @@ type golden struct {
 // returns the tokens and the logits of every step.
 func decode(t *testing.T, f *layout.File, g *golden, mm engine.MatMul) ([]int32, [][]float32) {
 	t.Helper()
-	m, err := engine.New(f.Manifest.Model, fileWeights{f}, engine.Options{Threads: 2, Context: 256, Cache: engine.CacheF16, MatMul: mm})
+	m, err := engine.New(f.Manifest.Model, engine.FileWeights{F: f}, engine.Options{Threads: 2, Context: 256, Cache: engine.CacheF16, MatMul: mm})
 	if err != nil {
 		t.Fatal(err)
 	}

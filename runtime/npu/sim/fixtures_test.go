@@ -2,9 +2,7 @@ package sim
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,7 +14,6 @@ import (
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/layout/pack"
-	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/npu"
@@ -24,40 +21,6 @@ import (
 )
 
 var shared = filepath.Join("..", "..", "..", "..", "shared", "fixtures")
-
-// fileWeights serves a package's tensors from the mapped file (as xdnarun does).
-type fileWeights struct{ f *layout.File }
-
-func (w fileWeights) Matrix(name string) (*cpu.Matrix, bool, error) {
-	e, blob, ok := w.f.Tensor(name)
-	if !ok {
-		return nil, false, nil
-	}
-	g, err := e.Geometry(w.f.Manifest.Package.Columns)
-	if err != nil {
-		return nil, true, fmt.Errorf("tensor %q: %w", name, err)
-	}
-	return &cpu.Matrix{G: g, Blob: blob}, true, nil
-}
-
-func (w fileWeights) Vector(name string) ([]float32, bool, error) {
-	e, blob, ok := w.f.Tensor(name)
-	if !ok {
-		return nil, false, nil
-	}
-	v := make([]float32, e.Shape[0])
-	for i := range v {
-		switch e.Type {
-		case "F32":
-			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(blob[4*i:]))
-		case "F16":
-			v[i] = planar.F16ToF32(binary.LittleEndian.Uint16(blob[2*i:]))
-		default:
-			return nil, true, fmt.Errorf("tensor %q: vector of type %s", name, e.Type)
-		}
-	}
-	return v, true, nil
-}
 
 // checked runs every matmul on the Backend (emulator + compiled kernels) and again
 // on the CPU, and keeps the worst cosine and the bit-identical count of the NPU ones.
@@ -243,7 +206,7 @@ func runFixture(t *testing.T, path, target string, g *golden) {
 	ck := &checked{b: be, pool: pool, worst: 1}
 	var logits [2][][]float32
 	for i, mm := range []engine.MatMul{nil, ck} {
-		model, err := engine.New(m.Model, fileWeights{f}, engine.Options{Threads: 2, Context: 256, Cache: engine.CacheF16, MatMul: mm})
+		model, err := engine.New(m.Model, engine.FileWeights{F: f}, engine.Options{Threads: 2, Context: 256, Cache: engine.CacheF16, MatMul: mm})
 		if err != nil {
 			t.Fatal(err)
 		}
