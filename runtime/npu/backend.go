@@ -576,14 +576,9 @@ func (b *Backend) run(mt *mat, x, y []float32, n int) error {
 
 // params returns the parameter header of dispatch d of mt.
 func (b *Backend) params(mt *mat, d *ioDispatch) Params {
-	g := mt.m.G
-	ch := mt.chunks[d.ci]
-	b.rows = b.rows[:0]
-	for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {
-		_, rows := g.GroupRows(c)
-		b.rows = append(b.rows, rows)
-	}
-	return NewParams(g.Type, g.KTile, ch.Tiles, d.ts, b.rows)
+	p := chunkParams(mt.m.G, mt.chunks[d.ci], d.ts, b.rows)
+	b.rows = p.Rows
+	return p
 }
 
 // putActs writes dispatch d's header and activation records into bo1
@@ -846,13 +841,7 @@ func FirstStream(g planar.Geometry, gen txn.Gen, tokens int) ([]uint32, Params, 
 	var l ioLayout
 	planIO(g, chunks, min(tokens, ioTokens(g, chunks, DefaultIOSize, tokens)), &l)
 	d := &l.d[0]
-	ch := chunks[d.ci]
-	var rows []int
-	for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {
-		_, n := g.GroupRows(c)
-		rows = append(rows, n)
-	}
-	p := NewParams(g.Type, g.KTile, ch.Tiles, d.ts, rows)
+	p := chunkParams(g, chunks[d.ci], d.ts, nil)
 	var gv txn.GEMV
 	w, cnt, err := buildStream(&gv, &p, d, gen, 0)
 	return w, p, cnt, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/runtime/npu/txn"
 )
 
 // The GEMV device contract (docs/NPU.md): what one dispatch's streams hold.
@@ -38,8 +39,8 @@ import (
 //	4 tokens               5 RowChunk        6 row chunks     7 columns
 //	8..15 rows of dispatch column 0..7 (zero past the columns)
 const (
-	ParamsMagic = 0x31484458 // "XDH1"
-	ParamsBytes = 64
+	ParamsMagic = 0x31484458            // "XDH1"
+	ParamsBytes = txn.ParamsHeaderBytes // 64
 	// MaxTokens is the most activation vectors one dispatch multiplies.
 	MaxTokens = 16
 	// MaxColumns is the widest design (XDNA2's 8 columns).
@@ -75,6 +76,17 @@ func NewParams(typ planar.Type, t, tiles, tokens int, rows []int) Params {
 	}
 	p.RowChunks = (m + RowChunk - 1) / RowChunk
 	return p
+}
+
+// chunkParams returns the header of a dispatch of ts tokens over chunk ch
+// of g; rows is reused for the columns' row counts (the header keeps it).
+func chunkParams(g planar.Geometry, ch Chunk, ts int, rows []int) Params {
+	rows = rows[:0]
+	for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {
+		_, n := g.GroupRows(c)
+		rows = append(rows, n)
+	}
+	return NewParams(g.Type, g.KTile, ch.Tiles, ts, rows)
 }
 
 // Put writes the header into dst[:ParamsBytes].

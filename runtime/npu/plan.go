@@ -152,18 +152,8 @@ func ioTokens(g planar.Geometry, chunks []Chunk, ioSize, n int) int {
 // buffers, each group streams every chunk, and each chunk is run once per
 // MaxTokens tokens of the group.
 func Dispatches(g planar.Geometry, tokens, ringSize, ioSize int) (int, error) {
-	ringSize, ioSize = orDefault(ringSize, DefaultRingSize), orDefault(ioSize, DefaultIOSize)
-	chunks, err := PlanChunks(g, ringSize)
-	if err != nil {
-		return 0, err
-	}
-	per := ioTokens(g, chunks, ioSize, tokens)
-	n := 0
-	for t0 := 0; t0 < tokens; t0 += per {
-		tb := min(per, tokens-t0)
-		n += len(chunks) * ((tb + MaxTokens - 1) / MaxTokens)
-	}
-	return n, nil
+	n, _, _, err := StreamCounts(g, tokens, ringSize, ioSize)
+	return n, err
 }
 
 // StreamCounts returns what Dispatches counts plus the TXN words and shim

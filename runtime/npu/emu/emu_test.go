@@ -104,10 +104,6 @@ func (r *rig) encode(t *testing.T, gv *txn.GEMV) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.putWords(w)
-}
-
-func (r *rig) putWords(w []uint32) {
 	clear(r.iHost)
 	copy(r.iHost, txn.Bytes(w))
 	r.words = len(w)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/xdna-go/xdna/runtime/cpu"
-	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/txn"
 )
 
@@ -259,11 +258,7 @@ func FuzzExecute(f *testing.F) {
 func floats(b []byte) []float32 {
 	out := make([]float32, len(b)/4)
 	for i := range out {
-		out[i] = npuF32(b[4*i:])
+		out[i] = f32(b[4*i:])
 	}
 	return out
 }
-
-var npuF32 = f32
-
-var _ = npu.ParamsBytes
