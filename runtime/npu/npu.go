@@ -179,6 +179,35 @@ var (
 	ErrBusy         = errors.New("buffer in use by a running command")
 )
 
+// Lookup returns the buffer of handle h in a Device's table bos, or the
+// error every Device gives: ErrClosed after Close, ErrHandle (naming the
+// device, prefix) for a handle it does not hold.
+func Lookup[T any](bos map[BO]*T, prefix string, h BO, closed bool) (*T, error) {
+	if closed {
+		return nil, ErrClosed
+	}
+	b := bos[h]
+	if b == nil {
+		return nil, fmt.Errorf("%s: buffer %d: %w", prefix, h, ErrHandle)
+	}
+	return b, nil
+}
+
+// CheckSync is the check every Device's Sync makes of its arguments: bytes
+// [offset, offset+size) inside buffer h of n bytes, which no unfinished run
+// uses (users), in a known direction. Errors name the device (prefix).
+func CheckSync(prefix string, h BO, n, users int, dir Direction, offset, size int) error {
+	switch {
+	case offset < 0 || size < 0 || offset > n || size > n-offset:
+		return fmt.Errorf("%s: sync buffer %d: [%d, +%d) outside %d bytes", prefix, h, offset, size, n)
+	case users > 0:
+		return fmt.Errorf("%s: sync buffer %d: %w", prefix, h, ErrBusy)
+	case dir != ToDevice && dir != FromDevice:
+		return fmt.Errorf("%s: sync buffer %d: direction %d", prefix, h, dir)
+	}
+	return nil
+}
+
 // RunError reports a command that finished in a state other than
 // COMPLETED.
 type RunError struct {

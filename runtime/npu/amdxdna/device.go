@@ -506,16 +506,7 @@ func (d *Device) Alloc(kind npu.BOKind, size int) (npu.BO, error) {
 	return d.nextBO, nil
 }
 
-func (d *Device) buf(h npu.BO) (*buffer, error) {
-	if d.closed {
-		return nil, npu.ErrClosed
-	}
-	b := d.bos[h]
-	if b == nil {
-		return nil, fmt.Errorf("amdxdna: buffer %d: %w", h, npu.ErrHandle)
-	}
-	return b, nil
-}
+func (d *Device) buf(h npu.BO) (*buffer, error) { return npu.Lookup(d.bos, "amdxdna", h, d.closed) }
 
 // Map returns the buffer's host view.
 func (d *Device) Map(h npu.BO) ([]byte, error) {
@@ -537,14 +528,10 @@ func (d *Device) Sync(h npu.BO, dir npu.Direction, offset, size int) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case offset < 0 || size < 0 || offset > len(b.host) || size > len(b.host)-offset:
-		return fmt.Errorf("amdxdna: sync buffer %d: [%d, +%d) outside %d bytes", h, offset, size, len(b.host))
-	case b.users > 0:
-		return fmt.Errorf("amdxdna: sync buffer %d: %w", h, npu.ErrBusy)
-	case dir != npu.ToDevice && dir != npu.FromDevice:
-		return fmt.Errorf("amdxdna: sync buffer %d: direction %d", h, dir)
-	case size == 0:
+	if err := npu.CheckSync("amdxdna", h, len(b.host), b.users, dir, offset, size); err != nil {
+		return err
+	}
+	if size == 0 {
 		return nil
 	}
 	if err := d.syncBO(b.handle, offset, size); err != nil {

@@ -348,16 +348,7 @@ func (d *Device) Alloc(kind npu.BOKind, size int) (npu.BO, error) {
 	return d.nextBO, nil
 }
 
-func (d *Device) get(h npu.BO) (*bo, error) {
-	if d.closed {
-		return nil, npu.ErrClosed
-	}
-	b := d.bos[h]
-	if b == nil {
-		return nil, fmt.Errorf("emu: buffer %d: %w", h, npu.ErrHandle)
-	}
-	return b, nil
-}
+func (d *Device) get(h npu.BO) (*bo, error) { return npu.Lookup(d.bos, "emu", h, d.closed) }
 
 // Map returns the host view of the buffer.
 func (d *Device) Map(h npu.BO) ([]byte, error) {
@@ -378,21 +369,15 @@ func (d *Device) Sync(h npu.BO, dir npu.Direction, offset, size int) error {
 	if err != nil {
 		return err
 	}
-	if offset < 0 || size < 0 || offset > len(b.host) || size > len(b.host)-offset {
-		return fmt.Errorf("emu: sync buffer %d: [%d, +%d) outside %d bytes", h, offset, size, len(b.host))
+	if err := npu.CheckSync("emu", h, len(b.host), b.users, dir, offset, size); err != nil {
+		return err
 	}
-	if b.users > 0 {
-		return fmt.Errorf("emu: sync buffer %d: %w", h, npu.ErrBusy)
-	}
-	switch dir {
-	case npu.ToDevice:
+	if dir == npu.ToDevice {
 		copy(b.dev[offset:offset+size], b.host[offset:offset+size])
 		d.c.BytesToDevice += int64(size)
-	case npu.FromDevice:
+	} else {
 		copy(b.host[offset:offset+size], b.dev[offset:offset+size])
 		d.c.BytesFromDevice += int64(size)
-	default:
-		return fmt.Errorf("emu: sync buffer %d: direction %d", h, dir)
 	}
 	d.c.Syncs++
 	return nil

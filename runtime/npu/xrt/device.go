@@ -203,16 +203,7 @@ func (d *Device) Alloc(kind npu.BOKind, size int) (npu.BO, error) {
 	return d.nextBO, nil
 }
 
-func (d *Device) buf(h npu.BO) (*buffer, error) {
-	if d.closed {
-		return nil, npu.ErrClosed
-	}
-	b := d.bos[h]
-	if b == nil {
-		return nil, fmt.Errorf("xrt: buffer %d: %w", h, npu.ErrHandle)
-	}
-	return b, nil
-}
+func (d *Device) buf(h npu.BO) (*buffer, error) { return npu.Lookup(d.bos, "xrt", h, d.closed) }
 
 // Map returns the buffer's host mapping.
 func (d *Device) Map(h npu.BO) ([]byte, error) {
@@ -230,14 +221,7 @@ func (d *Device) Sync(h npu.BO, dir npu.Direction, offset, size int) error {
 	d.mu.Lock()
 	b, err := d.buf(h)
 	if err == nil {
-		switch {
-		case offset < 0 || size < 0 || offset > len(b.host) || size > len(b.host)-offset:
-			err = fmt.Errorf("xrt: sync buffer %d: [%d, +%d) outside %d bytes", h, offset, size, len(b.host))
-		case b.users > 0:
-			err = fmt.Errorf("xrt: sync buffer %d: %w", h, npu.ErrBusy)
-		case dir != npu.ToDevice && dir != npu.FromDevice:
-			err = fmt.Errorf("xrt: sync buffer %d: direction %d", h, dir)
-		}
+		err = npu.CheckSync("xrt", h, len(b.host), b.users, dir, offset, size)
 	}
 	d.mu.Unlock()
 	if err != nil {
