@@ -115,3 +115,27 @@ func tempErr(dest string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", dest, err)
 }
+
+// WriteFile writes data to dest the way every output of this package is
+// written: into dest's temporary file (createTemp: the umask's mode, locked,
+// dead writers' leftovers removed), renamed into place; on an error nothing
+// is left and the error names dest.
+func WriteFile(dest string, data []byte) error {
+	tmp, err := createTemp(dest)
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dest)
+	}
+	tmp.Close()
+	if err != nil {
+		os.Remove(tmp.Name())
+		return tempErr(dest, err)
+	}
+	return nil
+}

@@ -260,3 +260,23 @@ func onlyNames(t *testing.T, dir string, names ...string) {
 		t.Errorf("%s holds %v, want %v", dir, got, names)
 	}
 }
+
+// TestWriteFile: the bytes land under the name, no temporary file stays,
+// and a failure names the destination and leaves nothing.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "out.bin")
+	if err := layout.WriteFile(dest, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(dest); err != nil || string(b) != "hello" {
+		t.Fatalf("read back %q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d files in the directory, want only the output", len(ents))
+	}
+	missing := filepath.Join(dir, "no", "out.bin")
+	if err := layout.WriteFile(missing, []byte("x")); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("into a missing directory: %v, want an error naming %s", err, missing)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -158,23 +157,7 @@ func runTxnPlan(stderr io.Writer, path string, o *txnPlanOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s: tensor %q: %w", path, o.tensor, err)
 	}
-	out := txn.Bytes(w)
-	tmp, err := os.CreateTemp(filepath.Dir(o.output), "."+filepath.Base(o.output)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", o.output, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", o.output, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), o.output); err != nil {
+	if err := layout.WriteFile(o.output, txn.Bytes(w)); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "%s: %s [%d][%d] %s, K-tile %d, %v: first dispatch of %d token(s): %d words (%d ops, %d BDs, %d patches, %d pushes, %d syncs); %d weight bytes\n",
