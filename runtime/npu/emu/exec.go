@@ -529,11 +529,7 @@ func (m *machine) launch() {
 	for c := range m.tiles {
 		d := m.tiles[c].s2mm[txn.OutChannel]
 		if d == nil {
-			if m.tiles[c].s2mm[1-txn.OutChannel] != nil {
-				d = m.tiles[c].s2mm[1-txn.OutChannel]
-			} else {
-				continue
-			}
+			continue // runKernel runs it at its sync, if it has one
 		}
 		wg.Add(1)
 		go func() {
