@@ -507,10 +507,10 @@ func (m *machine) sync(op *txn.Op, numCols int) error {
 	case !d.token:
 		return m.fail("sync on column %d S2MM channel %d: the transfer pushed by op %d issues no token (enable_token_issue 0); the run would hang", col, ch, d.op)
 	}
-	t.s2mm[ch] = nil
 	if !m.launched {
-		m.launch()
+		m.launch() // before this column's transfer leaves the table: it runs with the others
 	}
+	t.s2mm[ch] = nil
 	return m.runKernel(col, d)
 }
 
