@@ -12,16 +12,21 @@ import (
 	"github.com/xdna-go/xdna/planar"
 )
 
-// The tensor stage of Run as a pipeline, so that reading and hashing,
+// The tensor stage of Run as a pipeline, so that reading, hashing,
 // repacking and writing overlap across cores:
 //
-//	reader (1): read and hash, in plan order --> packers (GOMAXPROCS-1): planar.Pack, any order
-//	                                         \-> writer (the caller): AddBlob in plan order
+//	reader (1): read, in plan order --> hasher (1): the digest, in plan order
+//	                                \-> packers (GOMAXPROCS-1): planar.Pack and the blob's crc32c, any order
+//	                                \-> writer (the caller): AddBlobChecksum in plan order
 //
-// The reader hashes each entry right after reading it, while its bytes are
-// in cache: a hasher goroutine of its own measured slower on the 2-core
-// development machine (more system time, one more thread to schedule).
-// The output is the serial loop's byte for byte (writeTensorsSerial in the
+// The digest (Source.ContentSHA256) is one SHA-256 over every tensor in
+// plan order, so it cannot be split; its goroutine is the one stage that
+// has a core to itself, and on 2 cores it sets the pace (0.8 s per GB with
+// SHA-NI on Zen 3). Every other stage runs beside it: the packers compute
+// each blob's checksum right after packing it, while it is in their cache,
+// and the writer's blobs are in layout.BlobBuf buffers, which the Writer
+// sends to the file with O_DIRECT, so writing costs no CPU copy. The
+// output is the serial loop's byte for byte (writeTensorsSerial in the
 // tests): blobs go to the Writer in plan order, and the digest sees the
 // tensors in plan order. At most inFlight bytes of source and packed
 // buffers are held at a time (one entry larger than that runs alone), and
@@ -42,9 +47,11 @@ type packJob struct {
 	e      *Entry
 	src    []byte        // the parts' bytes, in row order
 	dst    []byte        // the packed blob (src itself for raw entries)
+	crc    uint32        // layout.Checksum(dst)
 	cost   int64         // bytes held against inFlight
 	err    error         // a pack error, set before packed is closed
-	packed chan struct{} // closed when dst is ready
+	packed chan struct{} // closed when dst and crc are ready
+	hashed chan struct{} // closed when the digest has taken src
 }
 
 func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, src io.ReaderAt, plan *Plan, w *layout.Writer, m *layout.Manifest, digest hash.Hash) (err error) {
@@ -52,32 +59,28 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	for _, e := range plan.Entries {
 		total += e.Size
 	}
-	// One P is left to the reader and the writer, which spend their time in
-	// read and write calls and the hash: with a packer on every P, each of
-	// their returns from a system call found no idle P, and on 2 cores the
-	// system time tripled (1.5 s against 0.5 s for a 1 GB model) and the
-	// pack took 2.5-3.0 s instead of 1.7-2.1.
 	workers := max(1, runtime.GOMAXPROCS(0)-1)
 	budget := newBudget(inFlight)
 	var bufs bufPool
+	toHash := make(chan *packJob, len(plan.Entries))
 	toPack := make(chan *packJob, len(plan.Entries))
 	toWrite := make(chan *packJob, len(plan.Entries))
 	var wg sync.WaitGroup
 
-	// The reader: every entry's parts into one buffer and into the digest,
-	// in plan order.
+	// The reader: every entry's parts into one buffer, in plan order.
 	var readErr error
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer close(toWrite)
 		defer close(toPack)
+		defer close(toHash)
 		for _, e := range plan.Entries {
 			n := int64(0)
 			for _, t := range e.parts {
 				n += t.Size
 			}
-			j := &packJob{e: e, cost: n, packed: make(chan struct{})}
+			j := &packJob{e: e, cost: n, packed: make(chan struct{}), hashed: make(chan struct{})}
 			if e.Format != layout.FormatRaw {
 				j.cost += e.Size
 			}
@@ -93,11 +96,25 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 					budget.release(j.cost)
 					return
 				}
+				off += int(t.Size)
+			}
+			toHash <- j
+			toPack <- j
+			toWrite <- j
+		}
+	}()
+
+	// The hasher.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for j := range toHash {
+			off := 0
+			for _, t := range j.e.parts {
 				hashTensor(digest, t, j.src[off:off+int(t.Size)])
 				off += int(t.Size)
 			}
-			toPack <- j
-			toWrite <- j
+			close(j.hashed)
 		}
 	}()
 
@@ -114,20 +131,18 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 						j.err = fmt.Errorf("%s: tensor %q: %w", opt.Input, j.e.Name, err)
 					}
 				}
+				j.crc = layout.Checksum(j.dst)
 				close(j.packed)
 			}
 		}()
 	}
 
 	// The writer (this goroutine): blobs in plan order. On an error it
-	// stops the reader (budget.cancel) and lets the other stages drain
-	// before returning.
+	// stops the reader (budget.cancel) and waits for the other stages to
+	// finish what they hold before returning.
 	defer func() {
 		if err != nil {
 			budget.cancel()
-		}
-		for j := range toWrite {
-			<-j.packed
 		}
 		wg.Wait()
 		if err == nil && readErr != nil {
@@ -142,7 +157,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		if j.err != nil {
 			return j.err
 		}
-		ref, err := w.AddBlob(j.dst)
+		ref, err := w.AddBlobChecksum(j.dst, j.crc)
 		if err != nil {
 			return err
 		}
@@ -155,6 +170,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		if j.e.Format != layout.FormatRaw {
 			bufs.put(j.dst)
 		}
+		<-j.hashed
 		bufs.put(j.src)
 		budget.release(j.cost)
 	}
@@ -219,7 +235,9 @@ type bufPool struct {
 	idle int
 }
 
-// get returns a buffer of length n, the smallest idle one that fits.
+// get returns a buffer of length n, the smallest idle one that fits, else a
+// new layout.BlobBuf (every buffer is one: its capacity is a multiple of
+// layout.BlobAlign, so any buffer that fits n bytes fits their padding).
 func (p *bufPool) get(n int) []byte {
 	p.mu.Lock()
 	best := -1
@@ -237,7 +255,7 @@ func (p *bufPool) get(n int) []byte {
 		return b[:n]
 	}
 	p.mu.Unlock()
-	return make([]byte, n)
+	return layout.BlobBuf(n)
 }
 
 // put returns b to the pool, dropping the largest idle buffers while the

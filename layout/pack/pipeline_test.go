@@ -160,21 +160,26 @@ func TestPipelineCancel(t *testing.T) {
 	}
 }
 
-// TestBufPool checks that the pool hands back the smallest fitting buffer
-// and keeps at most inFlight idle bytes.
+// TestBufPool checks that the pool hands back the smallest fitting buffer,
+// that every buffer is a layout.BlobBuf one (aligned capacity, so AddBlob
+// writes it with O_DIRECT), and that it keeps at most inFlight idle bytes.
 func TestBufPool(t *testing.T) {
 	saved := inFlight
 	defer func() { inFlight = saved }()
-	inFlight = 100
+	const a4k = layout.BlobAlign
+	inFlight = 4 * a4k
 	var p bufPool
-	a, b := p.get(10), p.get(60)
+	a, b := p.get(10), p.get(a4k+1)
+	if cap(a) != a4k || cap(b) != 2*a4k {
+		t.Errorf("caps %d and %d, want %d and %d", cap(a), cap(b), a4k, 2*a4k)
+	}
 	p.put(b)
 	p.put(a)
-	if c := p.get(5); cap(c) != 10 {
-		t.Errorf("get(5) gave a buffer of cap %d, want the idle one of 10", cap(c))
+	if c := p.get(5); cap(c) != a4k {
+		t.Errorf("get(5) gave a buffer of cap %d, want the idle one of %d", cap(c), a4k)
 	}
-	p.put(p.get(90)) // 60 + 90 idle > 100: the largest goes
-	if p.idle > 100 {
-		t.Errorf("%d idle bytes, limit 100", p.idle)
+	p.put(p.get(3 * a4k)) // 2 + 3 pages idle > 4: the largest goes
+	if p.idle > int(inFlight) {
+		t.Errorf("%d idle bytes, limit %d", p.idle, inFlight)
 	}
 }
