@@ -44,14 +44,17 @@ var writeTensors = writeTensorsPipelined
 
 // packJob is one plan entry on its way through the pipeline.
 type packJob struct {
-	e      *Entry
-	src    []byte        // the parts' bytes, in row order
-	dst    []byte        // the packed blob (src itself for raw entries)
-	crc    uint32        // layout.Checksum(dst)
-	cost   int64         // bytes held against inFlight
-	err    error         // a pack error, set before packed is closed
-	packed chan struct{} // closed when dst and crc are ready
-	hashed chan struct{} // closed when the digest has taken src
+	e       *Entry
+	src     []byte        // the parts' bytes, in row order
+	srcOff  int64         // where src starts in the file, if mapped
+	mapped  bool          // src is part of the source's mapping, not a pipeline buffer
+	dst     []byte        // the packed blob (src itself for raw entries)
+	crc     uint32        // layout.Checksum(dst)
+	cost    int64         // bytes held against inFlight
+	err     error         // a pack error, set before packed is closed
+	hashErr error         // a fault while hashing, set before hashed is closed
+	packed  chan struct{} // closed when dst and crc are ready
+	hashed  chan struct{} // closed when the digest has taken src
 }
 
 func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, src io.ReaderAt, plan *Plan, w *layout.Writer, m *layout.Manifest, digest hash.Hash) (err error) {
@@ -66,8 +69,10 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	toPack := make(chan *packJob, len(plan.Entries))
 	toWrite := make(chan *packJob, len(plan.Entries))
 	var wg sync.WaitGroup
+	srcs := openSource(g, src)
+	defer srcs.close()
 
-	// The reader: every entry's parts into one buffer, in plan order.
+	// The reader: every entry's parts, mapped or in a buffer, in plan order.
 	var readErr error
 	wg.Add(1)
 	go func() {
@@ -87,16 +92,15 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			if !budget.acquire(j.cost) {
 				return
 			}
-			j.src = bufs.get(int(n))
-			off := 0
-			for _, t := range e.parts {
-				if err := g.ReadTensor(src, t, j.src[off:off+int(t.Size)]); err != nil {
-					readErr = err
+			var err error
+			j.src, j.srcOff, j.mapped, err = srcs.entry(e, bufs.get)
+			if err != nil {
+				readErr = err
+				if !j.mapped && j.src != nil {
 					bufs.put(j.src)
-					budget.release(j.cost)
-					return
 				}
-				off += int(t.Size)
+				budget.release(j.cost)
+				return
 			}
 			toHash <- j
 			toPack <- j
@@ -108,10 +112,14 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		failed := false
 		for j := range toHash {
 			off := 0
 			for _, t := range j.e.parts {
-				hashTensor(digest, t, j.src[off:off+int(t.Size)])
+				if !failed {
+					j.hashErr = catchFault(g.Path, t.Name, func() { hashTensor(digest, t, j.src[off:off+int(t.Size)]) })
+					failed = j.hashErr != nil
+				}
 				off += int(t.Size)
 			}
 			close(j.hashed)
@@ -127,11 +135,18 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 				j.dst = j.src
 				if j.e.Format != layout.FormatRaw {
 					j.dst = bufs.get(int(j.e.Size))
-					if err := planar.Pack(j.e.geom, j.src, j.dst); err != nil {
-						j.err = fmt.Errorf("%s: tensor %q: %w", opt.Input, j.e.Name, err)
-					}
 				}
-				j.crc = layout.Checksum(j.dst)
+				var err error
+				if fault := catchFault(g.Path, j.e.Name, func() {
+					if j.e.Format != layout.FormatRaw {
+						err = planar.Pack(j.e.geom, j.src, j.dst)
+					}
+					j.crc = layout.Checksum(j.dst)
+				}); fault != nil {
+					j.err = fault
+				} else if err != nil {
+					j.err = fmt.Errorf("%s: tensor %q: %w", opt.Input, j.e.Name, err)
+				}
 				close(j.packed)
 			}
 		}()
@@ -171,7 +186,14 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			bufs.put(j.dst)
 		}
 		<-j.hashed
-		bufs.put(j.src)
+		if j.hashErr != nil {
+			return j.hashErr
+		}
+		if j.mapped {
+			srcs.release(j.srcOff, int64(len(j.src)))
+		} else {
+			bufs.put(j.src)
+		}
 		budget.release(j.cost)
 	}
 	return readErr

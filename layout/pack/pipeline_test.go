@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/xdna-go/xdna/kernelsel"
@@ -89,7 +90,9 @@ func packWith(t *testing.T, stage func(context.Context, *Options, *layout.GGUF, 
 // TestPipelineBytes packs generated models of several types with the
 // pipeline and with the serial reference and wants the same bytes and the
 // same progress calls, with the in-flight budget as it is and so small that
-// every entry outgrows it (each then runs alone).
+// every entry outgrows it (each then runs alone), and with the GGUF read
+// rather than mapped. The generated models store fused parts back to back
+// (mapped entries); tiny-llama-q4_k_m stores attn_k before attn_q (copied).
 func TestPipelineBytes(t *testing.T) {
 	dir := t.TempDir()
 	var models []string
@@ -102,10 +105,14 @@ func TestPipelineBytes(t *testing.T) {
 		models = append(models, in)
 	}
 	models = append(models, filepath.Join("../../../shared/fixtures/models", "tiny-llama-q4_k_m.gguf"))
-	saved := inFlight
-	defer func() { inFlight = saved }()
-	for _, budget := range []int64{saved, 1 << 10} {
-		inFlight = budget
+	saved, savedMap := inFlight, noMap
+	defer func() { inFlight, noMap = saved, savedMap }()
+	for _, c := range []struct {
+		budget int64
+		noMap  bool
+	}{{saved, false}, {1 << 10, false}, {saved, true}} {
+		budget := c.budget
+		inFlight, noMap = c.budget, c.noMap
 		for i, in := range models {
 			if _, err := os.Stat(in); err != nil {
 				t.Logf("%s: %v, skipped", in, err)
@@ -118,7 +125,7 @@ func TestPipelineBytes(t *testing.T) {
 			want, wantProgress := packWith(t, writeTensorsSerial, in, target, fuse)
 			got, gotProgress := packWith(t, writeTensorsPipelined, in, target, fuse)
 			if !bytes.Equal(got, want) {
-				t.Fatalf("%s (budget %d): the pipeline's %d bytes differ from the serial writer's %d", in, budget, len(got), len(want))
+				t.Fatalf("%s (budget %d, no mapping %v): the pipeline's %d bytes differ from the serial writer's %d", in, budget, noMap, len(got), len(want))
 			}
 			if fmt.Sprint(gotProgress) != fmt.Sprint(wantProgress) {
 				t.Fatalf("%s: progress %v, want %v", in, gotProgress, wantProgress)
@@ -182,4 +189,158 @@ func TestBufPool(t *testing.T) {
 	if p.idle > int(inFlight) {
 		t.Errorf("%d idle bytes, limit %d", p.idle, inFlight)
 	}
+}
+
+// TestSourceEntry checks that the mapped source gives every entry the bytes
+// ReadTensor gives, as a sub-slice of the mapping exactly when its parts lie
+// back to back in the file, and that release keeps them readable.
+func TestSourceEntry(t *testing.T) {
+	for _, in := range []string{genModel(t, planar.Q4_0), filepath.Join("../../../shared/fixtures/models", "tiny-llama-q4_k_m.gguf")} {
+		if _, err := os.Stat(in); err != nil {
+			t.Logf("%s: %v, skipped", in, err)
+			continue
+		}
+		g, err := layout.OpenGGUF(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := MakePlan(g, &Options{Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		s := openSource(g, f)
+		if s.data == nil {
+			t.Fatalf("%s: not mapped", in)
+		}
+		var nmapped, ncopied int
+		for _, e := range plan.Entries {
+			b, off, mapped, err := s.entry(e, func(n int) []byte { return make([]byte, n) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []byte
+			for _, p := range e.parts {
+				buf := make([]byte, p.Size)
+				if err := g.ReadTensor(f, p, buf); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, buf...)
+			}
+			if mapped != adjacent(e.parts) || !bytes.Equal(b, want) {
+				t.Fatalf("%s: entry %s: mapped %v (parts back to back %v), bytes equal %v", in, e.Name, mapped, adjacent(e.parts), bytes.Equal(b, want))
+			}
+			if mapped {
+				nmapped++
+				s.release(off, int64(len(b)))
+				if !bytes.Equal(b, want) {
+					t.Fatalf("%s: entry %s changed after release", in, e.Name)
+				}
+			} else {
+				ncopied++
+			}
+		}
+		s.close()
+		t.Logf("%s: %d entries mapped, %d copied", filepath.Base(in), nmapped, ncopied)
+	}
+}
+
+// TestTruncatedSource truncates the GGUF file after it was opened: when it
+// is mapped after the truncation, the entry past the end is an error naming
+// the file and the tensor; when it is truncated after mapping, reading the
+// pages past the end is a fault that catchFault returns as such an error
+// (not a crash); and Run leaves no output.
+func TestTruncatedSource(t *testing.T) {
+	in := genModel(t, planar.Q4_0)
+	g, err := layout.OpenGGUF(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := MakePlan(g, &Options{Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *Entry // the entry whose data ends last in the file
+	for _, e := range plan.Entries {
+		if p := e.parts[len(e.parts)-1]; last == nil || p.Offset > last.parts[len(last.parts)-1].Offset {
+			last = e
+		}
+	}
+	lp := last.parts[len(last.parts)-1]
+	f, err := os.OpenFile(in, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := openSource(g, f) // mapped whole
+	cut := lp.Offset + lp.Size/2
+	cut -= cut % int64(os.Getpagesize())
+	if err := f.Truncate(cut); err != nil {
+		t.Fatal(err)
+	}
+	b, _, _, err := s.entry(last, func(n int) []byte { return make([]byte, n) })
+	if err == nil {
+		err = catchFault(g.Path, lp.Name, func() { layout.Checksum(b) })
+	}
+	s.close()
+	t.Logf("truncated after mapping: %v", err)
+	if err == nil || !strings.Contains(err.Error(), lp.Name) || !strings.Contains(err.Error(), in) {
+		t.Errorf("truncated after mapping: err %v, want a fault naming %s and %q", err, in, lp.Name)
+	}
+
+	s = openSource(g, f) // mapped as truncated
+	_, _, _, err = s.entry(last, func(n int) []byte { return make([]byte, n) })
+	s.close()
+	t.Logf("truncated before mapping: %v", err)
+	if err == nil || !strings.Contains(err.Error(), lp.Name) || !strings.Contains(err.Error(), "past the end") {
+		t.Errorf("truncated before mapping: err %v, want one naming %q", err, lp.Name)
+	}
+
+	out := filepath.Join(t.TempDir(), "m.xdna")
+	_, err = Run(context.Background(), &Options{Input: in, Output: out, Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256})
+	if err == nil {
+		t.Fatal("Run on a truncated file: no error")
+	}
+	t.Logf("Run: %v", err)
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "*")); len(left) > 0 {
+		t.Errorf("Run on a truncated file left %v", left)
+	}
+
+	// Truncated while Run packs it, after its first tensor, one entry in
+	// flight at a time: the hasher or a packer faults on a later entry.
+	saved := inFlight
+	defer func() { inFlight = saved }()
+	inFlight = 1 << 10
+	in = genModel(t, planar.Q4_0)
+	cut = 0
+	_, err = Run(context.Background(), &Options{Input: in, Output: out, Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256,
+		Progress: func(done, total int64, name string) {
+			if cut == 0 {
+				cut = 64 << 10
+				if err := os.Truncate(in, cut); err != nil {
+					t.Error(err)
+				}
+			}
+		}})
+	t.Logf("truncated during Run: %v", err)
+	if err == nil || !strings.Contains(err.Error(), in) || !strings.Contains(err.Error(), "tensor") {
+		t.Errorf("truncated during Run: err %v, want one naming %s and a tensor", err, in)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "*")); len(left) > 0 {
+		t.Errorf("Run on a file truncated under it left %v", left)
+	}
+}
+
+// genModel writes a small generated model of type typ and returns its path.
+func genModel(t *testing.T, typ planar.Type) string {
+	t.Helper()
+	in := filepath.Join(t.TempDir(), "m.gguf")
+	if err := gguftest.WriteModel(in, gguftest.Shape{Arch: "llama", Layers: 3, Dim: 256, FFN: 768, Heads: 4, HeadsKV: 2, Vocab: 700, Type: typ, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
