@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"unsafe"
 )
@@ -23,10 +24,11 @@ func TestBlobBuf(t *testing.T) {
 	}
 }
 
-// TestWriterDirectBytes writes the same blobs, some in BlobBuf buffers with
-// stale bytes past their length, some in plain slices, with O_DIRECT and
-// without, and wants the same file, checksums that Verify accepts, and the
-// stale bytes not in it.
+// TestWriterDirectBytes reserves room for blobs and writes them at once
+// from several goroutines, some in BlobBuf buffers with stale bytes past
+// their length, some in plain slices, with O_DIRECT and without, and wants
+// the same file, checksums that Verify accepts, and the stale bytes not in
+// it.
 func TestWriterDirectBytes(t *testing.T) {
 	sizes := []int{1, 4095, 4096, 4097, 0, 10000, 3 * 4096, 65537}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -51,6 +53,8 @@ func TestWriterDirectBytes(t *testing.T) {
 			t.Logf("%s: the file system refuses O_DIRECT; only the page-cache path is tested", p)
 		}
 		m := &Manifest{Format: "xdna", Version: ManifestVersion, Creator: "test", Package: Package{Target: "xdna1", Columns: 4}, Model: Params{Arch: "llama"}}
+		offs := make([]int64, len(blobs))
+		bufs := make([][]byte, len(blobs))
 		for i, src := range blobs {
 			b := src
 			if i%2 == 0 {
@@ -61,14 +65,26 @@ func TestWriterDirectBytes(t *testing.T) {
 				}
 				copy(b, src)
 			}
-			ref, err := w.AddBlobChecksum(b, Checksum(src))
+			if offs[i], err = w.Reserve(int64(len(b))); err != nil {
+				t.Fatal(err)
+			}
+			bufs[i] = b
+			if len(src) > 0 { // a manifest entry needs a shape
+				m.Tensors = append(m.Tensors, TensorEntry{Name: "t" + string(rune('a'+i)), Shape: []int{len(src)}, Type: "I8", Format: FormatRaw,
+					BlobRef: BlobRef{Offset: offs[i], Size: int64(len(src)), CRC32C: Checksum(src)}, Device: "cpu", Reason: "test"})
+			}
+		}
+		// The reserved blobs written at once, last first.
+		var wg sync.WaitGroup
+		errs := make([]error, len(blobs))
+		for i := len(blobs) - 1; i >= 0; i-- {
+			wg.Go(func() { errs[i] = w.WriteBlobAt(bufs[i], offs[i]) })
+		}
+		wg.Wait()
+		for _, err := range errs {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(src) == 0 {
-				continue // written, but a manifest entry needs a shape
-			}
-			m.Tensors = append(m.Tensors, TensorEntry{Name: "t" + string(rune('a'+i)), Shape: []int{len(src)}, Type: "I8", Format: FormatRaw, BlobRef: ref, Device: "cpu", Reason: "test"})
 		}
 		if err := w.Commit(m); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/planar"
@@ -15,27 +16,38 @@ import (
 // The tensor stage of Run as a pipeline, so that reading, hashing,
 // repacking and writing overlap across cores:
 //
-//	reader (1): read, in plan order --> hasher (1): the digest, in plan order
-//	                                \-> packers (GOMAXPROCS-1): planar.Pack and the blob's crc32c, any order
-//	                                \-> writer (the caller): AddBlobChecksum in plan order
+//	reader (1): each entry's bytes, in plan order --> hasher (1): the digest, in plan order
+//	                                              \-> packers (GOMAXPROCS): planar.Pack, crc32c, WriteBlobAt; any order
+//	the caller: manifest entries and progress, in plan order
 //
 // The digest (Source.ContentSHA256) is one SHA-256 over every tensor in
-// plan order, so it cannot be split; its goroutine is the one stage that
-// has a core to itself, and on 2 cores it sets the pace (0.8 s per GB with
-// SHA-NI on Zen 3). Every other stage runs beside it: the packers compute
-// each blob's checksum right after packing it, while it is in their cache,
-// and the writer's blobs are in layout.BlobBuf buffers, which the Writer
-// sends to the file with O_DIRECT, so writing costs no CPU copy. The
-// output is the serial loop's byte for byte (writeTensorsSerial in the
-// tests): blobs go to the Writer in plan order, and the digest sees the
-// tensors in plan order. At most inFlight bytes of source and packed
-// buffers are held at a time (one entry larger than that runs alone), and
-// buffers are reused, so the peak RSS stays near inFlight whatever the
-// model's size.
+// plan order, so it cannot be split: on 2 cores the hasher sets the pace
+// (0.7 s per GB with SHA-NI on a 2.6 GHz Zen 3), and every other stage
+// runs beside it:
+//   - The reader hands out entries from the GGUF file's mapping (source):
+//     no read copy for entries whose parts lie back to back.
+//   - Every blob's offset is fixed before the pipeline starts
+//     (Writer.Reserve, in plan order, where AddBlob would have put it), so
+//     each packer writes the blob it packed itself, at once: there is no
+//     writer goroutine that would have to wait for a P after every write
+//     (on 2 cores, both busy, that wait stalled the whole pipeline).
+//   - Packed blobs are in layout.BlobBuf buffers, which the Writer sends to
+//     the file with O_DIRECT: writing costs no CPU copy, and a packer
+//     blocked in a write leaves its P to the others.
+//   - The packers compute each blob's checksum right after packing it,
+//     while it is in their cache.
+//
+// The output is the serial loop's byte for byte (writeTensorsSerial in the
+// tests): the blobs lie where AddBlob in plan order would have put them,
+// and the digest sees the tensors in plan order. At most inFlight bytes of
+// source and packed buffers are held at a time (one entry larger than that
+// runs alone), source bytes are given back as soon as both the hasher and
+// the packer are done with them, and buffers are reused, so the peak RSS
+// stays near inFlight whatever the model's size.
 
 // inFlight bounds the bytes of the entries between reading and writing (a
 // variable so that the tests can make entries outgrow it).
-var inFlight int64 = 32 << 20
+var inFlight int64 = 64 << 20
 
 // writeTensors reads, hashes, repacks and writes the tensors of plan, in
 // plan order, appending their manifest entries to m. Its tensor stage is
@@ -45,73 +57,104 @@ var writeTensors = writeTensorsPipelined
 // packJob is one plan entry on its way through the pipeline.
 type packJob struct {
 	e       *Entry
+	off     int64         // where the blob goes (Writer.Reserve)
 	src     []byte        // the parts' bytes, in row order
 	srcOff  int64         // where src starts in the file, if mapped
 	mapped  bool          // src is part of the source's mapping, not a pipeline buffer
 	dst     []byte        // the packed blob (src itself for raw entries)
 	crc     uint32        // layout.Checksum(dst)
-	cost    int64         // bytes held against inFlight
-	err     error         // a pack error, set before packed is closed
+	srcCost int64         // bytes of src held against inFlight
+	dstCost int64         // bytes of dst held against inFlight
+	users   atomic.Int32  // stages still reading src (the hasher, the packer)
+	err     error         // a pack or write error, set before done is closed
 	hashErr error         // a fault while hashing, set before hashed is closed
-	packed  chan struct{} // closed when dst and crc are ready
+	done    chan struct{} // closed when the blob is written (or err is set)
 	hashed  chan struct{} // closed when the digest has taken src
 }
 
 func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, src io.ReaderAt, plan *Plan, w *layout.Writer, m *layout.Manifest, digest hash.Hash) (err error) {
-	var total, done int64
-	for _, e := range plan.Entries {
+	var total int64
+	jobs := make([]*packJob, len(plan.Entries))
+	for i, e := range plan.Entries {
 		total += e.Size
+		off, err := w.Reserve(e.Size)
+		if err != nil {
+			return err
+		}
+		jobs[i] = &packJob{e: e, off: off, done: make(chan struct{}), hashed: make(chan struct{})}
+		jobs[i].users.Store(2)
 	}
-	workers := max(1, runtime.GOMAXPROCS(0)-1)
+	workers := runtime.GOMAXPROCS(0)
 	budget := newBudget(inFlight)
 	var bufs bufPool
-	toHash := make(chan *packJob, len(plan.Entries))
-	toPack := make(chan *packJob, len(plan.Entries))
-	toWrite := make(chan *packJob, len(plan.Entries))
+	toHash := make(chan *packJob, len(jobs))
+	toPack := make(chan *packJob, len(jobs))
 	var wg sync.WaitGroup
 	srcs := openSource(g, src)
 	defer srcs.close()
 
+	// doneWithSrc is called by the hasher and by the packer when they no
+	// longer read j.src; the second call gives it back.
+	doneWithSrc := func(j *packJob) {
+		if j.users.Add(-1) != 0 {
+			return
+		}
+		if j.mapped {
+			srcs.release(j.srcOff, int64(len(j.src)))
+		} else if j.src != nil {
+			bufs.put(j.src)
+		}
+		budget.release(j.srcCost)
+	}
+
 	// The reader: every entry's parts, mapped or in a buffer, in plan order.
+	// If it stops early (a read error, or the caller's budget.cancel), the
+	// entries it did not hand on are done with no src.
 	var readErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(toWrite)
+	wg.Go(func() {
 		defer close(toPack)
 		defer close(toHash)
-		for _, e := range plan.Entries {
+		for i, j := range jobs {
+			stop := func() {
+				for _, j := range jobs[i:] {
+					j.src = nil
+					close(j.done)
+					close(j.hashed)
+				}
+			}
 			n := int64(0)
-			for _, t := range e.parts {
+			for _, t := range j.e.parts {
 				n += t.Size
 			}
-			j := &packJob{e: e, cost: n, packed: make(chan struct{}), hashed: make(chan struct{})}
-			if e.Format != layout.FormatRaw {
-				j.cost += e.Size
+			var dst int64
+			if j.e.Format != layout.FormatRaw {
+				dst = j.e.Size
 			}
-			if !budget.acquire(j.cost) {
+			// An entry larger than inFlight takes all of it.
+			j.srcCost = min(n, inFlight)
+			j.dstCost = min(dst, inFlight-j.srcCost)
+			if !budget.acquire(j.srcCost + j.dstCost) {
+				stop()
 				return
 			}
 			var err error
-			j.src, j.srcOff, j.mapped, err = srcs.entry(e, bufs.get)
+			j.src, j.srcOff, j.mapped, err = srcs.entry(j.e, bufs.get)
 			if err != nil {
 				readErr = err
 				if !j.mapped && j.src != nil {
 					bufs.put(j.src)
 				}
-				budget.release(j.cost)
+				budget.release(j.srcCost + j.dstCost)
+				stop()
 				return
 			}
 			toHash <- j
 			toPack <- j
-			toWrite <- j
 		}
-	}()
+	})
 
 	// The hasher.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		failed := false
 		for j := range toHash {
 			off := 0
@@ -123,37 +166,31 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 				off += int(t.Size)
 			}
 			close(j.hashed)
+			doneWithSrc(j)
 		}
-	}()
+	})
 
-	// The packers.
+	// The packers: pack, checksum and write each blob.
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for j := range toPack {
 				j.dst = j.src
 				if j.e.Format != layout.FormatRaw {
 					j.dst = bufs.get(int(j.e.Size))
 				}
-				var err error
-				if fault := catchFault(g.Path, j.e.Name, func() {
-					if j.e.Format != layout.FormatRaw {
-						err = planar.Pack(j.e.geom, j.src, j.dst)
-					}
-					j.crc = layout.Checksum(j.dst)
-				}); fault != nil {
-					j.err = fault
-				} else if err != nil {
-					j.err = fmt.Errorf("%s: tensor %q: %w", opt.Input, j.e.Name, err)
+				j.err = pack(opt, g, w, j)
+				if j.e.Format != layout.FormatRaw {
+					bufs.put(j.dst)
+					budget.release(j.dstCost)
 				}
-				close(j.packed)
+				doneWithSrc(j)
+				close(j.done)
 			}
-		}()
+		})
 	}
 
-	// The writer (this goroutine): blobs in plan order. On an error it
-	// stops the reader (budget.cancel) and waits for the other stages to
+	// The caller: manifest entries and progress in plan order. On an error
+	// it stops the reader (budget.cancel) and waits for the other stages to
 	// finish what they hold before returning.
 	defer func() {
 		if err != nil {
@@ -164,39 +201,57 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			err = readErr
 		}
 	}()
-	for j := range toWrite {
+	var done int64
+	for _, j := range jobs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		<-j.packed
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if j.src == nil { // never read: the reader stopped
+			return readErr
+		}
 		if j.err != nil {
 			return j.err
 		}
-		ref, err := w.AddBlobChecksum(j.dst, j.crc)
-		if err != nil {
-			return err
-		}
-		j.e.BlobRef = ref
+		j.e.BlobRef = layout.BlobRef{Offset: j.off, Size: j.e.Size, CRC32C: j.crc}
 		m.Tensors = append(m.Tensors, j.e.TensorEntry)
 		done += j.e.Size
 		if opt.Progress != nil {
 			opt.Progress(done, total, j.e.Name)
 		}
-		if j.e.Format != layout.FormatRaw {
-			bufs.put(j.dst)
-		}
+	}
+	for _, j := range jobs {
 		<-j.hashed
 		if j.hashErr != nil {
 			return j.hashErr
 		}
-		if j.mapped {
-			srcs.release(j.srcOff, int64(len(j.src)))
-		} else {
-			bufs.put(j.src)
-		}
-		budget.release(j.cost)
 	}
 	return readErr
+}
+
+// pack packs j.src into j.dst (j.src itself for a raw entry), computes its
+// checksum and writes it at j.off.
+func pack(opt *Options, g *layout.GGUF, w *layout.Writer, j *packJob) error {
+	var err error
+	if fault := catchFault(g.Path, j.e.Name, func() {
+		if j.e.Format != layout.FormatRaw {
+			err = planar.Pack(j.e.geom, j.src, j.dst)
+		}
+		j.crc = layout.Checksum(j.dst)
+	}); fault != nil {
+		return fault
+	}
+	if err != nil {
+		return fmt.Errorf("%s: tensor %q: %w", opt.Input, j.e.Name, err)
+	}
+	if err := w.WriteBlobAt(j.dst, j.off); err != nil {
+		return fmt.Errorf("tensor %q: %w", j.e.Name, err)
+	}
+	return nil
 }
 
 // budget is a counting semaphore of bytes.
