@@ -200,14 +200,7 @@ func TestSourceEntry(t *testing.T) {
 			t.Logf("%s: %v, skipped", in, err)
 			continue
 		}
-		g, err := layout.OpenGGUF(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := MakePlan(g, &Options{Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256})
-		if err != nil {
-			t.Fatal(err)
-		}
+		g, plan := openPlan(t, in)
 		f, err := os.Open(in)
 		if err != nil {
 			t.Fatal(err)
@@ -256,14 +249,7 @@ func TestSourceEntry(t *testing.T) {
 // (not a crash); and Run leaves no output.
 func TestTruncatedSource(t *testing.T) {
 	in := genModel(t, planar.Q4_0)
-	g, err := layout.OpenGGUF(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := MakePlan(g, &Options{Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, plan := openPlan(t, in)
 	var last *Entry // the entry whose data ends last in the file
 	for _, e := range plan.Entries {
 		if p := e.parts[len(e.parts)-1]; last == nil || p.Offset > last.parts[len(last.parts)-1].Offset {
@@ -343,4 +329,18 @@ func genModel(t *testing.T, typ planar.Type) string {
 		t.Fatal(err)
 	}
 	return in
+}
+
+// openPlan opens the GGUF file in and plans it for xdna2.
+func openPlan(t *testing.T, in string) (*layout.GGUF, *Plan) {
+	t.Helper()
+	g, err := layout.OpenGGUF(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := MakePlan(g, &Options{Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, plan
 }
