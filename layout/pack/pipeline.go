@@ -16,15 +16,14 @@ import (
 // The tensor stage of Run as a pipeline, so that reading, hashing,
 // repacking and writing overlap across cores:
 //
-//	reader (1): each entry's bytes, in plan order --> hasher (1): the digest, in plan order
-//	                                              \-> packers (GOMAXPROCS-1 packing, 2 more writing):
-//	                                                  planar.Pack, crc32c, WriteBlobAt; any order
+//	reader (1): each entry's bytes, in plan order; hands it on, then hashes it (the digest's order)
+//	packers (GOMAXPROCS packing, 2 more writing): planar.Pack, crc32c, WriteBlobAt; any order
 //	the caller: manifest entries and progress, in plan order
 //
 // The digest (Source.ContentSHA256) is one SHA-256 over every tensor in
-// plan order, so it cannot be split: on 2 cores the hasher sets the pace
-// (0.7 s per GB with SHA-NI on a 2.6 GHz Zen 3), and every other stage
-// runs beside it:
+// plan order, so it cannot be split: on 2 cores the reader, which hashes,
+// sets the pace (0.7 s per GB with SHA-NI on a 2.6 GHz Zen 3), and every
+// other stage runs beside it:
 //   - The reader hands out entries from the GGUF file's mapping (source):
 //     no read copy for entries whose parts lie back to back.
 //   - Every blob's offset is fixed before the pipeline starts
@@ -37,16 +36,17 @@ import (
 //     blocked in a write leaves its P to the others.
 //   - The packers compute each blob's checksum right after packing it,
 //     while it is in their cache.
+//   - The pipeline runs with one P more than there are cores (morePs).
 //
 // The output is the serial loop's byte for byte (writeTensorsSerial in the
 // tests): the blobs lie where AddBlob in plan order would have put them,
 // and the digest sees the tensors in plan order. At most inFlight bytes of
 // source and packed buffers are held at a time (an entry larger than that
 // holds all of it for its source bytes, and its packed blob beside them),
-// source bytes are given back as soon as both the hasher and the packer are
-// done with them, and buffers are reused, so the peak RSS stays near
-// inFlight whatever the model's size (the pool keeps at most inFlight more
-// of idle buffers).
+// source bytes are given back as soon as both the reader's hash and the
+// packer are done with them, and buffers are reused, so the peak RSS stays
+// near inFlight whatever the model's size (the pool keeps at most inFlight
+// more of idle buffers).
 
 // inFlight bounds the bytes of the entries between reading and writing (a
 // variable so that the tests can make entries outgrow it).
@@ -69,11 +69,9 @@ type packJob struct {
 	crc     uint32        // layout.Checksum(dst)
 	srcCost int64         // bytes of src held against inFlight
 	dstCost int64         // bytes of dst held against inFlight
-	users   atomic.Int32  // stages still reading src (the hasher, the packer)
+	users   atomic.Int32  // stages still reading src (the reader's hash, the packer)
 	err     error         // a pack or write error, set before done is closed
-	hashErr error         // a fault while hashing, set before hashed is closed
 	done    chan struct{} // closed when the blob is written (or err is set)
-	hashed  chan struct{} // closed when the digest has taken src
 }
 
 func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, src io.ReaderAt, plan *Plan, w *layout.Writer, m *layout.Manifest, digest hash.Hash) (err error) {
@@ -85,26 +83,23 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		if err != nil {
 			return err
 		}
-		jobs[i] = &packJob{e: e, off: off, done: make(chan struct{}), hashed: make(chan struct{})}
+		jobs[i] = &packJob{e: e, off: off, done: make(chan struct{})}
 		jobs[i].users.Store(2)
 	}
-	// At most GOMAXPROCS-1 packers pack at a time (cpu), so that the hasher
-	// keeps a core: with a packer per P, the three goroutines shared 2
-	// cores and the pack took longer (3.7 s against 3.35 s, medians of 10
-	// on the loaded development VM). Two packers more pack while others
-	// wait for their writes.
-	computing := max(1, runtime.GOMAXPROCS(0)-1)
+	// At most GOMAXPROCS packers pack at a time (cpu), and two more
+	// goroutines can be in their writes meanwhile.
+	defer morePs()()
+	computing := runtime.GOMAXPROCS(0)
 	workers := computing + 2
 	cpu := make(chan struct{}, computing)
 	budget := newBudget(inFlight)
 	var bufs bufPool
-	toHash := make(chan *packJob, len(jobs))
 	toPack := make(chan *packJob, len(jobs))
 	var wg sync.WaitGroup
 	srcs := openSource(g, src)
 	defer srcs.close()
 
-	// doneWithSrc is called by the hasher and by the packer when they no
+	// doneWithSrc is called by the reader and by the packer when they no
 	// longer read j.src; the second call gives it back.
 	doneWithSrc := func(j *packJob) {
 		if j.users.Add(-1) != 0 {
@@ -118,19 +113,21 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		budget.release(j.srcCost)
 	}
 
-	// The reader: every entry's parts, mapped or in a buffer, in plan order.
-	// If it stops early (a read error, or the caller's budget.cancel), the
+	// The reader, which is also the hasher: every entry's parts, mapped or
+	// in a buffer, in plan order, handed to the packers and then hashed
+	// (the digest's order). A hasher goroutine of its own, fed by the
+	// reader, measured no faster (1.30 s against 1.31 s, medians of 6) and
+	// is one more goroutine to wait for a P. If the reader stops early (a
+	// read error, a fault while hashing, or the caller's budget.cancel), the
 	// entries it did not hand on are done with no src.
 	var readErr error
 	wg.Go(func() {
 		defer close(toPack)
-		defer close(toHash)
 		for i, j := range jobs {
-			stop := func() {
-				for _, j := range jobs[i:] {
+			stop := func(from int) {
+				for _, j := range jobs[from:] {
 					j.unread = true
 					close(j.done)
-					close(j.hashed)
 				}
 			}
 			n := int64(0)
@@ -145,7 +142,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			j.srcCost = min(n, inFlight)
 			j.dstCost = min(dst, inFlight-j.srcCost)
 			if !budget.acquire(j.srcCost + j.dstCost) {
-				stop()
+				stop(i)
 				return
 			}
 			var err error
@@ -156,28 +153,23 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 					bufs.put(j.src)
 				}
 				budget.release(j.srcCost + j.dstCost)
-				stop()
+				stop(i)
 				return
 			}
-			toHash <- j
 			toPack <- j
-		}
-	})
-
-	// The hasher.
-	wg.Go(func() {
-		failed := false
-		for j := range toHash {
 			off := 0
 			for _, t := range j.e.parts {
-				if !failed {
-					j.hashErr = catchFault(g.Path, t.Name, func() { hashTensor(digest, t, j.src[off:off+int(t.Size)]) })
-					failed = j.hashErr != nil
+				if err == nil {
+					err = catchFault(g.Path, t.Name, func() { hashTensor(digest, t, j.src[off:off+int(t.Size)]) })
 				}
 				off += int(t.Size)
 			}
-			close(j.hashed)
 			doneWithSrc(j)
+			if err != nil {
+				readErr = err
+				stop(i + 1)
+				return
+			}
 		}
 	})
 
@@ -201,8 +193,12 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	}
 
 	// The caller: manifest entries and progress in plan order. On an error
-	// it stops the reader (budget.cancel) and waits for the other stages to
-	// finish what they hold before returning.
+	// it stops the reader (budget.cancel); it waits for the other stages to
+	// finish what they hold before returning, and then returns the
+	// reader's error, if any (a read error or a fault while hashing, which
+	// may come after the entry's blob was written).
+	var done int64
+	nTensors := len(m.Tensors)
 	defer func() {
 		if err != nil {
 			budget.cancel()
@@ -211,8 +207,10 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		if err == nil && readErr != nil {
 			err = readErr
 		}
+		if err == nil && len(m.Tensors) != nTensors+len(jobs) {
+			err = fmt.Errorf("%s: the pipeline stopped after %d of %d tensors", opt.Input, len(m.Tensors)-nTensors, len(jobs))
+		}
 	}()
-	var done int64
 	for _, j := range jobs {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -223,7 +221,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			return ctx.Err()
 		}
 		if j.unread {
-			return readErr
+			return nil // the reader stopped: its error is returned above
 		}
 		if j.err != nil {
 			return j.err
@@ -235,13 +233,27 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			opt.Progress(done, total, j.e.Name)
 		}
 	}
-	for _, j := range jobs {
-		<-j.hashed
-		if j.hashErr != nil {
-			return j.hashErr
-		}
+	return nil
+}
+
+// morePs gives the pipeline one P more than the machine has cores and
+// returns the function that puts GOMAXPROCS back. The reader and the
+// packers leave their P at every system call (populating and dropping
+// mapped pages, the O_DIRECT writes); with one P a core, each return from
+// a call waited for a P until a busy goroutine was preempted (up to 10 ms),
+// and the reader is the pipeline's pace. With a P more, the kernel, which
+// lets a thread woken from a call run at once, decides instead: 1.23 s
+// against 1.35 s for the 1 GB Q4_0 model on the 2-core development VM
+// (medians of 8, interleaved). A GOMAXPROCS already above the core count
+// is left as it is. (Setting GOMAXPROCS stops the runtime's automatic
+// updates of it from the cgroup quota for the rest of the process.)
+func morePs() (restore func()) {
+	n := runtime.GOMAXPROCS(0)
+	if n > runtime.NumCPU() {
+		return func() {}
 	}
-	return readErr
+	runtime.GOMAXPROCS(n + 1)
+	return func() { runtime.GOMAXPROCS(n) }
 }
 
 // pack packs j.src into j.dst (j.src itself for a raw entry), computes its

@@ -15,7 +15,8 @@ import (
 // memory-mapped when it can be, and an entry whose parts lie back to back
 // in the file (every unfused tensor; fused parts when the file stores them
 // in row order, as testdata/gen does) is a sub-slice of the mapping: no
-// read copy, and the hasher and the packers read the page cache directly.
+// read copy, and the reader's hash and the packers read the page cache
+// directly.
 // Other entries are copied into a pipeline buffer, from the mapping or, if
 // the file could not be mapped, with ReadAt.
 //
@@ -126,7 +127,7 @@ func (s *source) release(off, n int64) {
 
 // advise gives advice on the pages that hold off, n bytes of the mapping.
 // The reader asks for MADV_POPULATE_READ (Linux 5.14): it maps an entry's
-// pages in one call, so that the hasher and the packers do not take a page
+// pages in one call, so that neither its hash nor the packer takes a page
 // fault every 64 KiB. It is advice: where it is not supported, or fails on
 // a truncated file, the pages fault in as they are read.
 func (s *source) advise(off, n int64, advice int) {
