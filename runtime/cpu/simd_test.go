@@ -437,3 +437,30 @@ func TestKernelsUseVEXRegistersOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestSetLevel checks that every level Levels names can be selected and is
+// then the one SIMD reports, that "go" is always last, and that a level
+// this machine does not run is refused by name.
+func TestSetLevel(t *testing.T) {
+	ls := Levels()
+	if ls[len(ls)-1] != "go" {
+		t.Fatalf("Levels() = %v, want go last", ls)
+	}
+	orig := SIMD()
+	defer SetLevel(orig)
+	for _, l := range ls {
+		if _, err := SetLevel(l); err != nil {
+			t.Fatalf("SetLevel(%q): %v", l, err)
+		}
+		if SIMD() != l {
+			t.Fatalf("after SetLevel(%q), SIMD() = %q", l, SIMD())
+		}
+	}
+	_, err := SetLevel("avx9000")
+	if err == nil || !strings.Contains(err.Error(), `"avx9000"`) {
+		t.Fatalf("SetLevel(avx9000): err = %v, want one naming it", err)
+	}
+	if SIMD() != ls[len(ls)-1] {
+		t.Fatalf("a refused SetLevel changed the level to %q", SIMD())
+	}
+}
