@@ -142,17 +142,6 @@ func init() {
 	register(vex3(8, map64(func(a, b uint64) uint64 { return uint64(min(int64(a), int64(b))) })), "vpminsq")
 	register(vex3(8, map64(func(a, b uint64) uint64 { return uint64(max(int64(a), int64(b))) })), "vpmaxsq")
 
-	// Compares into vectors (VEX forms; the EVEX forms write a k register,
-	// see avx512.go).
-	register(vex3(1, map8(func(a, b uint8) uint8 { return b2u8(a == b) })), "vpcmpeqb")
-	register(vex3(2, map16(func(a, b uint16) uint16 { return b2u16(a == b) })), "vpcmpeqw")
-	register(vex3(4, map32(func(a, b uint32) uint32 { return b2u32(a == b) })), "vpcmpeqd")
-	register(vex3(8, map64(func(a, b uint64) uint64 { return b2u64(a == b) })), "vpcmpeqq")
-	register(vex3(1, map8(func(a, b uint8) uint8 { return b2u8(int8(a) > int8(b)) })), "vpcmpgtb")
-	register(vex3(2, map16(func(a, b uint16) uint16 { return b2u16(int16(a) > int16(b)) })), "vpcmpgtw")
-	register(vex3(4, map32(func(a, b uint32) uint32 { return b2u32(int32(a) > int32(b)) })), "vpcmpgtd")
-	register(vex3(8, map64(func(a, b uint64) uint64 { return b2u64(int64(a) > int64(b)) })), "vpcmpgtq")
-
 	// Absolute value, sign.
 	register(vex2(1, un8(func(a uint8) uint8 {
 		if int8(a) < 0 {
@@ -413,13 +402,20 @@ func init() {
 		}
 		*r = t
 	}), "vpermd", "vpermps")
-	register(vex2i(8, func(r, a *vec, vl int, imm uint8) {
+	vpermqImm := vex2i(8, func(r, a *vec, vl int, imm uint8) {
 		var t vec
 		for i := 0; i < vl/8; i++ {
 			t.set64(i, a.u64(i&^3+int(imm>>(2*(i&3))&3)))
 		}
 		*r = t
-	}), "vpermq", "vpermpd")
+	})
+	vpermqVec := vex3(8, permv(8))
+	register(func(m *machine, in *inst) error {
+		if len(in.args) == 3 && in.args[2].kind == opImm {
+			return vpermqImm(m, in)
+		}
+		return vpermqVec(m, in)
+	}, "vpermq", "vpermpd")
 
 	// Shifts.
 	shifts := []struct {

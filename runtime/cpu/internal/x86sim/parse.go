@@ -144,6 +144,9 @@ func parseInst(addr uint64, text string) inst {
 	body, comment, _ := strings.Cut(text, "#")
 	body = strings.TrimSpace(body)
 	mn, rest, _ := strings.Cut(body, " ")
+	if mn == "{vex}" || mn == "{evex}" { // an explicit encoding (AVX-VNNI's VEX VPDPBUSD): same semantics
+		mn, rest, _ = strings.Cut(strings.TrimSpace(rest), " ")
+	}
 	in.op = mn
 	rest = strings.TrimSpace(rest)
 	if h, ok := handlers[mn]; ok {
