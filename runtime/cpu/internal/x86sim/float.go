@@ -341,8 +341,9 @@ var cmpPreds = []string{
 	"eq_us", "nge_uq", "ngt_uq", "false_os", "neq_os", "ge_oq", "gt_oq", "true_us",
 }
 
-// cmpAliases are the short names objdump prints for predicates 0-7.
-var cmpAliases = map[string]int{"eq": 0, "lt": 1, "le": 2, "unord": 3, "neq": 4, "nlt": 5, "nle": 6, "ord": 7}
+// cmpAliases are the short names objdump prints for predicates 0-15.
+var cmpAliases = map[string]int{"eq": 0, "lt": 1, "le": 2, "unord": 3, "neq": 4, "nlt": 5, "nle": 6, "ord": 7,
+	"nge": 9, "ngt": 10, "false": 11, "ge": 13, "gt": 14, "true": 15}
 
 // fcmp evaluates predicate p (0-31) on a and b, unordered when either is
 // NaN; predicates 16-31 differ from 0-15 only in signaling on QNaNs, which
