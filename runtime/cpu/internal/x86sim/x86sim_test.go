@@ -865,6 +865,24 @@ func TestFMAExact(t *testing.T) {
 	for i := range a {
 		a[i], b[i] = rnd(), rnd()
 		c[i] = rnd()
+		if i%3 == 1 {
+			// Double-rounding traps: c with an odd last bit, a*b just under
+			// half its ulp (a = 1+2^-23, b = ulp/2 (1-2^-23)): the exact
+			// sum rounds to c, but rounded first to float64 it is the
+			// halfway point, which rounds to even, away from c.
+			cb := math.Float32bits(rnd()) | 1
+			if cb&0x7f800000 == 0x7f800000 || cb&0x7f800000 < 0x04000000 {
+				cb = 0x3f800001
+			}
+			c[i] = math.Float32frombits(cb)
+			half := math.Ldexp(float64(math.Float32frombits(cb&0xff800000|1))-float64(math.Float32frombits(cb&0xff800000)), -1)
+			a[i] = float32(1 + math.Ldexp(1, -23))
+			b[i] = float32(half * (1 - math.Ldexp(1, -23)))
+			if i%2 == 0 {
+				a[i] = -a[i]
+				c[i] = -c[i]
+			}
+		}
 		if i%3 == 0 {
 			// c = -(a*b rounded) + a tiny tail: the result is the product's
 			// rounding error, plus halfway cases
