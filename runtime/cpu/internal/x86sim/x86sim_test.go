@@ -1006,3 +1006,176 @@ func TestMinMaxCvt(t *testing.T) {
 		}
 	}
 }
+
+// TestGPR: the integer instructions and flags the kernels' loops use
+// (SDM Vol. 1 3.4.3 and each instruction's page): ADD/SUB/CMP/DEC/NEG with
+// every Jcc condition on signed and unsigned edges, SHL/SHR/SAR, IMUL,
+// MOVZX/MOVSX, LEA, partial-register writes, CMOV, SETcc, the BMI
+// instructions, PUSH/POP.
+func TestGPR(t *testing.T) {
+	conds := []string{"o", "no", "b", "ae", "e", "ne", "be", "a", "s", "ns", "l", "ge", "le", "g"}
+	var body strings.Builder
+	body.WriteString("  mov r8, QWORD PTR [rsp+8]\n  mov r9, QWORD PTR [rsp+16]\n  mov r10, QWORD PTR [rsp+24]\n  xor r11, r11\n")
+	// For each pair (x, y) from the table, cmp x, y and record each
+	// condition with SETcc into out[pair*16+cond].
+	body.WriteString("loop:\n  mov rax, QWORD PTR [r8]\n  mov rbx, QWORD PTR [r8+8]\n  cmp rax, rbx\n")
+	for i, c := range conds {
+		body.WriteString("  set" + c + " BYTE PTR [r9+" + itoa(i) + "]\n")
+	}
+	body.WriteString("  cmp eax, ebx\n")
+	for i, c := range conds {
+		body.WriteString("  set" + c + " BYTE PTR [r9+" + itoa(16+i) + "]\n")
+	}
+	body.WriteString("  add r8, 16\n  add r9, 32\n  dec r10\n  jne loop\n  ret\n")
+	fn := asmFunc(t, body.String())
+	vals := []uint64{0, 1, 2, 0x7fffffff, 0x80000000, 0xffffffff, 0x7fffffffffffffff, 0x8000000000000000, ^uint64(0), 0x100000000, 0xfffffffe}
+	var pairs []uint64
+	for _, x := range vals {
+		for _, y := range vals {
+			pairs = append(pairs, x, y)
+		}
+	}
+	n := len(pairs) / 2
+	out := make([]byte, 32*n)
+	if err := fn.Call(Ptr(unsafe.Pointer(&pairs[0])), Ptr(unsafe.Pointer(&out[0])), Int(n)); err != nil {
+		t.Fatal(err)
+	}
+	ref := func(c string, x, y uint64, w uint) bool {
+		mask := uint64(1)<<w - 1
+		if w == 64 {
+			mask = ^uint64(0)
+		}
+		x, y = x&mask, y&mask
+		sh := 64 - w
+		sx, sy := int64(x<<sh)>>sh, int64(y<<sh)>>sh
+		r := (x - y) & mask
+		sr := int64(r<<sh) >> sh
+		of := (sx < 0) != (sy < 0) && (sr < 0) != (sx < 0)
+		switch c {
+		case "o":
+			return of
+		case "no":
+			return !of
+		case "b":
+			return x < y
+		case "ae":
+			return x >= y
+		case "e":
+			return x == y
+		case "ne":
+			return x != y
+		case "be":
+			return x <= y
+		case "a":
+			return x > y
+		case "s":
+			return sr < 0
+		case "ns":
+			return sr >= 0
+		case "l":
+			return sx < sy
+		case "ge":
+			return sx >= sy
+		case "le":
+			return sx <= sy
+		case "g":
+			return sx > sy
+		}
+		panic(c)
+	}
+	for p := 0; p < n; p++ {
+		x, y := pairs[2*p], pairs[2*p+1]
+		for i, c := range conds {
+			for j, w := range []uint{64, 32} {
+				got := out[32*p+16*j+i] == 1
+				if want := ref(c, x, y, w); got != want {
+					t.Fatalf("cmp%d %#x, %#x: set%s = %v, want %v", w, x, y, c, got, want)
+				}
+			}
+		}
+	}
+
+	// Arithmetic and moves, each result stored.
+	fn = asmFunc(t, `
+  mov r8, QWORD PTR [rsp+8]
+  mov rax, -5
+  mov QWORD PTR [r8], rax
+  mov ecx, 0xffffffff
+  mov eax, ecx
+  add eax, 1
+  mov QWORD PTR [r8+8], rax
+  mov rax, 0x123456789abcdef0
+  mov al, 0x11
+  mov ah, 0x22
+  mov QWORD PTR [r8+16], rax
+  mov ax, 0x3344
+  mov QWORD PTR [r8+24], rax
+  movzx ecx, BYTE PTR [r8]
+  mov QWORD PTR [r8+32], rcx
+  movsx rcx, BYTE PTR [r8]
+  mov QWORD PTR [r8+40], rcx
+  movsxd rcx, DWORD PTR [r8]
+  mov QWORD PTR [r8+48], rcx
+  mov rcx, 7
+  imul rcx, rcx, -3
+  mov QWORD PTR [r8+56], rcx
+  mov rcx, -16
+  sar rcx, 2
+  mov QWORD PTR [r8+64], rcx
+  mov rcx, -16
+  shr rcx, 60
+  mov QWORD PTR [r8+72], rcx
+  mov rcx, 3
+  shl rcx, 62
+  mov QWORD PTR [r8+80], rcx
+  lea rcx, [r8+rcx*1-0x10]
+  sub rcx, r8
+  mov QWORD PTR [r8+88], rcx
+  mov rcx, 5
+  neg rcx
+  mov QWORD PTR [r8+96], rcx
+  mov rdx, 1
+  mov rcx, 2
+  cmp rdx, rcx
+  cmovl rdx, rcx
+  mov QWORD PTR [r8+104], rdx
+  mov ecx, 13
+  mov eax, -1
+  bzhi eax, eax, ecx
+  mov QWORD PTR [r8+112], rax
+  popcnt rax, rax
+  mov QWORD PTR [r8+120], rax
+  mov rcx, 0x50
+  tzcnt rax, rcx
+  mov QWORD PTR [r8+128], rax
+  mov rcx, 3
+  mov rax, 1
+  shlx rax, rax, rcx
+  mov QWORD PTR [r8+136], rax
+  push rax
+  push r8
+  pop rdx
+  pop rcx
+  sub rdx, r8
+  add rdx, rcx
+  mov QWORD PTR [r8+144], rdx
+  ret
+`)
+	var res [19]uint64
+	if err := fn.Call(Ptr(unsafe.Pointer(&res))); err != nil {
+		t.Fatal(err)
+	}
+	neg5 := ^uint64(4)
+	want := [19]uint64{neg5, 0, 0x123456789abc2211, 0x123456789abc3344, 0xfb, neg5, neg5, uint64(^uint64(20)), ^uint64(3), 15,
+		3 << 62, 3<<62 - 16, neg5, 2, 0x1fff, 13, 4, 8, 8}
+	if res != want {
+		t.Fatalf("got  %#x\nwant %#x", res, want)
+	}
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}
