@@ -125,7 +125,7 @@ func simSet(tb testing.TB, name, suffix string, base *kernels) *kernels {
 	if len(simulated) == 0 {
 		tb.Skipf("x86sim: this binary has no *%s assembly kernels (a build without assembly, such as -tags noasm): the simulated set %q is not tested", suffix, name)
 	}
-	tb.Logf("simulated set %q: %s under x86sim; %s from %s", name, strings.Join(simulated, ", "), orNone(kept), base.name)
+	tb.Logf("simulated set %q: %s under x86sim; %s native, as set %q has them", name, strings.Join(simulated, ", "), orNone(kept), base.name)
 	return &set
 }
 

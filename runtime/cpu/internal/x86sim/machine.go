@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"unsafe"
 )
@@ -84,6 +85,18 @@ func newMachine(f *Func, args []Arg) *machine {
 // run executes from the first instruction until the function returns.
 func (m *machine) run() (err error) {
 	defer runtime.KeepAlive(m.args)
+	// A load or store the function makes outside mapped memory (past a
+	// guard page, say) is an error naming the instruction, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(interface{ Addr() uintptr })
+			if !ok || m.pc < 0 || m.pc >= len(m.f.insts) {
+				panic(r)
+			}
+			err = m.fail(&m.f.insts[m.pc], fmt.Errorf("memory fault at %#x", f.Addr()))
+		}
+	}()
 	limit := m.f.StepLimit
 	if limit == 0 {
 		limit = DefaultStepLimit
