@@ -1179,3 +1179,144 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
 }
+
+// TestEVEXLanes checks more EVEX-only forms, each against a reference
+// from its SDM page written per element: results under the writemask k1
+// (merging) over 512 bits.
+func TestEVEXLanes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	type ref func(a, b, c []byte, esz int, i int) uint64 // element i of the result
+	get := func(b []byte, esz, i int) uint64 {
+		var x uint64
+		for j := esz - 1; j >= 0; j-- {
+			x = x<<8 | uint64(b[esz*i+j])
+		}
+		return x
+	}
+	sx := func(x uint64, esz int) int64 { sh := uint(64 - 8*esz); return int64(x<<sh) >> sh }
+	mask := func(esz int) uint64 { return sizeMask(esz) }
+	cases := []struct {
+		insn string
+		esz  int
+		f    ref
+	}{
+		{"vpblendmd zmm0{k1}, zmm1, zmm2", 4, nil}, // special: see below
+		{"vpopcntd zmm0{k1}, zmm1", 4, func(a, b, c []byte, esz, i int) uint64 {
+			x, n := get(a, esz, i), uint64(0)
+			for ; x != 0; x &= x - 1 {
+				n++
+			}
+			return n
+		}},
+		{"valignq zmm0{k1}, zmm1, zmm2, 0x3", 8, func(a, b, c []byte, esz, i int) uint64 {
+			if i+3 < 8 {
+				return get(b, esz, i+3)
+			}
+			return get(a, esz, i+3-8)
+		}},
+		{"vpsravw zmm0{k1}, zmm1, zmm2", 2, func(a, b, c []byte, esz, i int) uint64 {
+			n := get(b, esz, i)
+			if n > 15 {
+				n = 15
+			}
+			return uint64(sx(get(a, esz, i), esz)>>n) & mask(esz)
+		}},
+		{"vpsllvw zmm0{k1}, zmm1, zmm2", 2, func(a, b, c []byte, esz, i int) uint64 {
+			n := get(b, esz, i)
+			if n > 15 {
+				return 0
+			}
+			return get(a, esz, i) << n & mask(esz)
+		}},
+		{"vpabsq zmm0{k1}, zmm1", 8, func(a, b, c []byte, esz, i int) uint64 {
+			v := sx(get(a, esz, i), esz)
+			if v < 0 {
+				v = -v
+			}
+			return uint64(v)
+		}},
+		{"vpmullq zmm0{k1}, zmm1, zmm2", 8, func(a, b, c []byte, esz, i int) uint64 { return get(a, esz, i) * get(b, esz, i) }},
+		{"vpmaxsq zmm0{k1}, zmm1, zmm2", 8, func(a, b, c []byte, esz, i int) uint64 {
+			return uint64(max(sx(get(a, esz, i), esz), sx(get(b, esz, i), esz)))
+		}},
+		{"vpsraq zmm0{k1}, zmm1, 0x3d", 8, func(a, b, c []byte, esz, i int) uint64 { return uint64(sx(get(a, esz, i), esz) >> 61) }},
+		{"vpermw zmm0{k1}, zmm1, zmm2", 2, func(a, b, c []byte, esz, i int) uint64 { return get(b, esz, int(get(a, esz, i)%32)) }},
+		{"vpermi2q zmm0{k1}, zmm1, zmm2", 8, func(a, b, c []byte, esz, i int) uint64 {
+			j := int(get(c, esz, i) % 16)
+			if j < 8 {
+				return get(a, esz, j)
+			}
+			return get(b, esz, j-8)
+		}},
+		{"vpermt2ps zmm0{k1}, zmm1, zmm2", 4, func(a, b, c []byte, esz, i int) uint64 {
+			j := int(get(a, esz, i) % 32)
+			if j < 16 {
+				return get(c, esz, j)
+			}
+			return get(b, esz, j-16)
+		}},
+		{"vbroadcasti32x4 zmm0{k1}, XMMWORD PTR [rax+320]", 4, func(a, b, c []byte, esz, i int) uint64 { return get(c[128:], esz, i%4) }}, // c[128:] is Mem
+		{"vextracti64x2 xmm0{k1}, zmm1, 0x2", 8, nil},
+		{"vinserti32x8 zmm0{k1}, zmm1, ymm2, 0x1", 4, func(a, b, c []byte, esz, i int) uint64 {
+			if i >= 8 {
+				return get(b, esz, i-8)
+			}
+			return get(a, esz, i)
+		}},
+		{"vpcmpnltuw k2{k1}, zmm1, zmm2\nvpmovm2w zmm3, k2\nvmovdqu16 zmm0{k1}, zmm3", 2, func(a, b, c []byte, esz, i int) uint64 {
+			if get(a, esz, i) >= get(b, esz, i) {
+				return 0xffff
+			}
+			return 0
+		}},
+		{"vptestnmd k2, zmm1, zmm2\nvpmovm2d zmm3, k2\nvmovdqa32 zmm0{k1}, zmm3", 4, func(a, b, c []byte, esz, i int) uint64 {
+			if get(a, esz, i)&get(b, esz, i) == 0 {
+				return 0xffffffff
+			}
+			return 0
+		}},
+	}
+	for _, c := range cases {
+		fn := asmFunc(t, prologue+c.insn+epilogue)
+		for it := 0; it < 10; it++ {
+			fr := randFrame(rng)
+			if it%2 == 0 { // small shift counts and indices, and equal elements
+				for i := range fr.B {
+					fr.B[i] &= 0x1f
+					if i%5 == 0 {
+						fr.B[i] = fr.A[i]
+					}
+				}
+			}
+			old := fr.C
+			runFrame(t, fn, fr)
+			n := 64 / c.esz
+			res := make([]byte, 64)
+			var want [64]byte
+			switch {
+			case strings.HasPrefix(c.insn, "vpblendmd"): // k1 selects src2, else src1
+				for i := 0; i < n; i++ {
+					src := fr.A[:]
+					if fr.K>>i&1 == 1 {
+						src = fr.B[:]
+					}
+					copy(want[4*i:], src[4*i:4*i+4])
+				}
+			case strings.HasPrefix(c.insn, "vextracti64x2"):
+				want = masked(fr.A[32:48], old[:16], fr.K, 8, 16, false)
+			default:
+				// c is C, 64 zero bytes, then Mem
+				all := make([]byte, 0, 256)
+				all = append(append(append(all, old[:]...), make([]byte, 64)...), fr.Mem[:]...)
+				for i := 0; i < n; i++ {
+					v := c.f(fr.A[:], fr.B[:], all, c.esz, i)
+					for j := 0; j < c.esz; j++ {
+						res[c.esz*i+j] = byte(v >> (8 * j))
+					}
+				}
+				want = masked(res, old[:], fr.K, c.esz, 64, false)
+			}
+			checkOut(t, c.insn, fr.Out, want)
+		}
+	}
+}
