@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -241,7 +242,7 @@ func TestSimMatchesAVX2(t *testing.T) {
 		}
 		avx2Kernels.permute64(&want[8], &src[0], 3, stride)
 		sim.permute64(&got[8], &src[0], 3, stride)
-		if !slicesEqual(want, got) {
+		if !slices.Equal(want, got) {
 			t.Fatalf("permute64 stride %d: simulated %v, native %v", stride, got, want)
 		}
 	}
@@ -320,18 +321,6 @@ func SIMDName(k *kernels) string {
 		return "go"
 	}
 	return k.name
-}
-
-func slicesEqual[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // simQuantBlocks are blocks of 32 activations for the quantiser: random

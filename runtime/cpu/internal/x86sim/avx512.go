@@ -59,42 +59,10 @@ func init() {
 	// VNNI (SDM VPDPBUSD, VPDPBUSDS, VPDPWSSD, VPDPWSSDS): each dword of
 	// dest plus four products of src1's unsigned bytes and src2's signed
 	// bytes (or two of signed words), wrapping or saturating.
-	register(vex3(4, func(r, a, b *vec, vl int) {
-		for i := 0; i < vl/4; i++ {
-			s := int64(int32(r.u32(i)))
-			for j := 0; j < 4; j++ {
-				s += int64(a[4*i+j]) * int64(int8(b[4*i+j]))
-			}
-			r.set32(i, uint32(s))
-		}
-	}), "vpdpbusd")
-	register(vex3(4, func(r, a, b *vec, vl int) {
-		for i := 0; i < vl/4; i++ {
-			s := int64(int32(r.u32(i)))
-			for j := 0; j < 4; j++ {
-				s += int64(a[4*i+j]) * int64(int8(b[4*i+j]))
-			}
-			r.set32(i, sat32(s))
-		}
-	}), "vpdpbusds")
-	register(vex3(4, func(r, a, b *vec, vl int) {
-		for i := 0; i < vl/4; i++ {
-			s := int64(int32(r.u32(i)))
-			for j := 0; j < 2; j++ {
-				s += int64(int16(a.u16(2*i+j))) * int64(int16(b.u16(2*i+j)))
-			}
-			r.set32(i, uint32(s))
-		}
-	}), "vpdpwssd")
-	register(vex3(4, func(r, a, b *vec, vl int) {
-		for i := 0; i < vl/4; i++ {
-			s := int64(int32(r.u32(i)))
-			for j := 0; j < 2; j++ {
-				s += int64(int16(a.u16(2*i+j))) * int64(int16(b.u16(2*i+j)))
-			}
-			r.set32(i, sat32(s))
-		}
-	}), "vpdpwssds")
+	register(vex3(4, vnni(true, false)), "vpdpbusd")
+	register(vex3(4, vnni(true, true)), "vpdpbusds")
+	register(vex3(4, vnni(false, false)), "vpdpwssd")
+	register(vex3(4, vnni(false, true)), "vpdpwssds")
 
 	// Permutes across the whole vector: VPERMB/W/D/Q/PS/PD by a vector of
 	// indices (src1), VPERMT2* (dest and src2 are the table, src1 the
@@ -290,6 +258,31 @@ func init() {
 			m.k[in.args[0].reg] = (m.k[in.args[1].reg]&lo)<<h | m.k[in.args[2].reg]&lo
 			return nil
 		}, "kunpck"+t.s)
+	}
+}
+
+// vnni is VPDPBUSD (bytes: four products of src1's unsigned bytes and
+// src2's signed bytes) or VPDPWSSD (two products of signed words), added to
+// each dword of dest, wrapping or with signed saturation (the ...S forms).
+func vnni(bytes, sat bool) func(r, a, b *vec, vl int) {
+	return func(r, a, b *vec, vl int) {
+		for i := 0; i < vl/4; i++ {
+			s := int64(int32(r.u32(i)))
+			if bytes {
+				for j := 0; j < 4; j++ {
+					s += int64(a[4*i+j]) * int64(int8(b[4*i+j]))
+				}
+			} else {
+				for j := 0; j < 2; j++ {
+					s += int64(int16(a.u16(2*i+j))) * int64(int16(b.u16(2*i+j)))
+				}
+			}
+			if sat {
+				r.set32(i, sat32(s))
+			} else {
+				r.set32(i, uint32(s))
+			}
+		}
 	}
 }
 

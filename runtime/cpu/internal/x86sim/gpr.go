@@ -60,32 +60,12 @@ func init() {
 		"test": alu(func(a, b uint64) uint64 { return a & b }, aluLogic|aluNoWrite),
 		"inc":  incDec(1),
 		"dec":  incDec(-1),
-		"neg": func(m *machine, in *inst) error {
-			if len(in.args) != 1 {
-				return errBadOperands
-			}
-			d := &in.args[0]
-			size := opSize(d, nil)
-			a, err := m.readInt(in, d, size)
-			if err != nil {
-				return err
-			}
+		"neg": unaryInt(func(m *machine, a uint64, size int) uint64 {
 			r := (-a) & sizeMask(size)
 			m.setSub(0, a, r, size)
-			return m.writeInt(in, d, size, r)
-		},
-		"not": func(m *machine, in *inst) error {
-			if len(in.args) != 1 {
-				return errBadOperands
-			}
-			d := &in.args[0]
-			size := opSize(d, nil)
-			a, err := m.readInt(in, d, size)
-			if err != nil {
-				return err
-			}
-			return m.writeInt(in, d, size, ^a&sizeMask(size))
-		},
+			return r
+		}),
+		"not":  unaryInt(func(m *machine, a uint64, size int) uint64 { return ^a & sizeMask(size) }),
 		"shl":  shift('l'),
 		"sal":  shift('l'),
 		"shr":  shift('r'),
@@ -341,6 +321,25 @@ func alu(f func(a, b uint64) uint64, kind int) handler {
 			return nil
 		}
 		return m.writeInt(in, d, size, r)
+	}
+}
+
+// unaryInt is NEG or NOT: f computes the result (and the flags).
+func unaryInt(f func(m *machine, a uint64, size int) uint64) handler {
+	return func(m *machine, in *inst) error {
+		if len(in.args) != 1 {
+			return errBadOperands
+		}
+		d := &in.args[0]
+		size := opSize(d, nil)
+		if size == 0 {
+			return errBadOperands
+		}
+		a, err := m.readInt(in, d, size)
+		if err != nil {
+			return err
+		}
+		return m.writeInt(in, d, size, f(m, a, size))
 	}
 }
 
