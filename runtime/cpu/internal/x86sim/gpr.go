@@ -324,7 +324,8 @@ func alu(f func(a, b uint64) uint64, kind int) handler {
 	}
 }
 
-// unaryInt is NEG or NOT: f computes the result (and the flags).
+// unaryInt is a one-operand instruction (NEG, NOT, INC, DEC): f computes
+// the result (and the flags).
 func unaryInt(f func(m *machine, a uint64, size int) uint64) handler {
 	return func(m *machine, in *inst) error {
 		if len(in.args) != 1 {
@@ -343,20 +344,9 @@ func unaryInt(f func(m *machine, a uint64, size int) uint64) handler {
 	}
 }
 
+// incDec is INC or DEC: the flags of an ADD or SUB of 1, CF kept.
 func incDec(delta int64) handler {
-	return func(m *machine, in *inst) error {
-		if len(in.args) != 1 {
-			return errBadOperands
-		}
-		d := &in.args[0]
-		size := opSize(d, nil)
-		if size == 0 {
-			return errBadOperands
-		}
-		a, err := m.readInt(in, d, size)
-		if err != nil {
-			return err
-		}
+	return unaryInt(func(m *machine, a uint64, size int) uint64 {
 		cf, u := m.cf, m.undef&fCF
 		r := (a + uint64(delta)) & sizeMask(size)
 		if delta > 0 {
@@ -364,9 +354,9 @@ func incDec(delta int64) handler {
 		} else {
 			m.setSub(a, 1, r, size)
 		}
-		m.cf, m.undef = cf, u // INC and DEC keep CF
-		return m.writeInt(in, d, size, r)
-	}
+		m.cf, m.undef = cf, u
+		return r
+	})
 }
 
 func movExt(signed bool) handler {
