@@ -1269,6 +1269,37 @@ func TestEVEXLanes(t *testing.T) {
 			}
 			return 0
 		}},
+		{"vpshldd zmm0{k1}, zmm1, zmm2, 0x7", 4, func(a, b, c []byte, esz, i int) uint64 { return bigShift(get(a, esz, i), get(b, esz, i), 7, esz, true) }},
+		{"vpshrdq zmm0{k1}, zmm1, zmm2, 0x45", 8, func(a, b, c []byte, esz, i int) uint64 {
+			return bigShift(get(b, esz, i), get(a, esz, i), 0x45%64, esz, false)
+		}},
+		{"vpshldvw zmm0{k1}, zmm1, zmm2", 2, func(a, b, c []byte, esz, i int) uint64 {
+			return bigShift(get(c, esz, i), get(a, esz, i), uint(get(b, esz, i)%16), esz, true)
+		}},
+		{"vpshrdvd zmm0{k1}, zmm1, zmm2", 4, func(a, b, c []byte, esz, i int) uint64 {
+			return bigShift(get(a, esz, i), get(c, esz, i), uint(get(b, esz, i)%32), esz, false)
+		}},
+		{"vpmultishiftqb zmm0{k1}, zmm1, zmm2", 1, func(a, b, c []byte, esz, i int) uint64 {
+			q := get(b, 8, i/8)
+			var x uint64
+			for bit := 0; bit < 8; bit++ { // bit (ctrl+bit) mod 64 of the qword
+				x |= (q >> ((uint(a[i]) + uint(bit)) % 64) & 1) << bit
+			}
+			return x
+		}},
+		{"vpshufbitqmb k2{k1}, zmm1, zmm2\nvpmovm2b zmm3, k2\nvmovdqu8 zmm0{k1}, zmm3", 1, func(a, b, c []byte, esz, i int) uint64 {
+			if get(a, 8, i/8)>>(b[i]%64)&1 == 1 {
+				return 0xff
+			}
+			return 0
+		}},
+		{"vpmadd52luq zmm0{k1}, zmm1, zmm2", 8, func(a, b, c []byte, esz, i int) uint64 {
+			return get(c, 8, i) + madd52(get(a, 8, i), get(b, 8, i), false)
+		}},
+		{"vpmadd52huq zmm0{k1}, zmm1, zmm2", 8, func(a, b, c []byte, esz, i int) uint64 {
+			return get(c, 8, i) + madd52(get(a, 8, i), get(b, 8, i), true)
+		}},
+		{"vpermilps zmm0{k1}, zmm1, zmm2", 4, func(a, b, c []byte, esz, i int) uint64 { return get(a, 4, i/4*4+int(get(b, 4, i)%4)) }},
 		{"vptestnmd k2, zmm1, zmm2\nvpmovm2d zmm3, k2\nvmovdqa32 zmm0{k1}, zmm3", 4, func(a, b, c []byte, esz, i int) uint64 {
 			if get(a, esz, i)&get(b, esz, i) == 0 {
 				return 0xffffffff
@@ -1319,4 +1350,31 @@ func TestEVEXLanes(t *testing.T) {
 			checkOut(t, c.insn, fr.Out, want)
 		}
 	}
+}
+
+// bigShift is VPSHLD (left: hi:lo shifted left by n, the upper half) or
+// VPSHRD (hi:lo shifted right by n, the lower half) on esz-byte elements,
+// computed with math/big.
+func bigShift(hi, lo uint64, n uint, esz int, left bool) uint64 {
+	w := uint(8 * esz)
+	cat := new(big.Int).Lsh(new(big.Int).SetUint64(hi), w)
+	cat.Or(cat, new(big.Int).SetUint64(lo))
+	if left {
+		cat.Lsh(cat, n).Rsh(cat, w)
+	} else {
+		cat.Rsh(cat, n)
+	}
+	m := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), w), big.NewInt(1))
+	return cat.And(cat, m).Uint64()
+}
+
+// madd52 is the low or high 52 bits of the 104-bit product of the low 52
+// bits of a and b (SDM VPMADD52LUQ/HUQ), with math/big.
+func madd52(a, b uint64, high bool) uint64 {
+	m52 := new(big.Int).SetUint64(1<<52 - 1)
+	p := new(big.Int).Mul(new(big.Int).And(new(big.Int).SetUint64(a), m52), new(big.Int).And(new(big.Int).SetUint64(b), m52))
+	if high {
+		p.Rsh(p, 52)
+	}
+	return p.And(p, m52).Uint64()
 }

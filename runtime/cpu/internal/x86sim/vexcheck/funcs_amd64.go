@@ -131,6 +131,10 @@ var Funcs = map[string]func(a, b, c, out *byte){
 	"vcmpss4":      vcmpss4,
 	"vcmpss14":     vcmpss14,
 	"vcmpss30":     vcmpss30,
+	"vpermilpsv":   vpermilpsv,
+	"vpermilpsi":   vpermilpsi,
+	"vpermilpdv":   vpermilpdv,
+	"vpermilpdi":   vpermilpdi,
 }
 
 //go:noescape
@@ -501,3 +505,15 @@ func vcmpss14(a, b, c, out *byte)
 
 //go:noescape
 func vcmpss30(a, b, c, out *byte)
+
+//go:noescape
+func vpermilpsv(a, b, c, out *byte)
+
+//go:noescape
+func vpermilpsi(a, b, c, out *byte)
+
+//go:noescape
+func vpermilpdv(a, b, c, out *byte)
+
+//go:noescape
+func vpermilpdi(a, b, c, out *byte)

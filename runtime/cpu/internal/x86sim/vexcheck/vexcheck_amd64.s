@@ -1726,3 +1726,59 @@ TEXT ·vcmpss30(SB), NOSPLIT, $0-32
 	VMOVDQU Y0, (DX)
 	VZEROUPPER
 	RET
+
+// func vpermilpsv(a, b, c, out *byte)
+TEXT ·vpermilpsv(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPERMILPS Y2, Y1, Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func vpermilpsi(a, b, c, out *byte)
+TEXT ·vpermilpsi(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPERMILPS $0x1b, Y1, Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func vpermilpdv(a, b, c, out *byte)
+TEXT ·vpermilpdv(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPERMILPD Y2, Y1, Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func vpermilpdi(a, b, c, out *byte)
+TEXT ·vpermilpdi(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPERMILPD $0x5, Y1, Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
