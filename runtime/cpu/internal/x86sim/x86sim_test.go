@@ -163,6 +163,7 @@ func TestVNNI(t *testing.T) {
 			{op + " zmm0{k1}, zmm1, zmm2", 64, true, false, false},
 			{op + " zmm0{k1}{z}, zmm1, zmm2", 64, true, true, false},
 			{op + " ymm0{k1}, ymm1, ymm2", 32, true, false, false},
+			{"{vex} " + op + " ymm0, ymm1, ymm2", 32, false, false, false}, // AVX-VNNI
 			{op + " zmm0{k1}, zmm1, DWORD PTR [rax+320]{1to16}", 64, true, false, true},
 		} {
 			fn := asmFunc(t, prologue+form.insn+epilogue)
