@@ -513,6 +513,14 @@ func TestLanes(t *testing.T) {
 			}
 			return masked(res[:], old[:], fr.K, 1, 64, false)
 		}},
+		{"vcvtps2ph xmm0{k1}, xmm1, 0x4", func(fr *frame, old [64]byte) (r [64]byte) {
+			var res [8]byte
+			for i := 0; i < 4; i++ {
+				binary.LittleEndian.PutUint16(res[2*i:], f32to16(le32(fr.A[:], i), 0))
+			}
+			r = masked(res[:], old[:], fr.K, 2, 8, false) // the upper 8 bytes of the xmm zeroed
+			return
+		}},
 		{"vpbroadcastw zmm0, xmm2", func(fr *frame, old [64]byte) (r [64]byte) {
 			for i := 0; i < 64; i += 2 {
 				copy(r[i:], fr.B[:2])
