@@ -233,27 +233,7 @@ func init() {
 
 	// VPSHUFBITQMB (BITALG): k bit 8q+j is bit src2.byte[8q+j] mod 64 of
 	// src1's qword q, under the writemask.
-	register(func(m *machine, in *inst) error {
-		if len(in.args) != 3 || in.args[0].kind != opMask {
-			return errBadOperands
-		}
-		vl := in.args[1].size
-		var a, b vec
-		if err := m.vreg(&in.args[1], vl, &a); err != nil {
-			return err
-		}
-		if err := m.vsrc(in, &in.args[2], vl, 1, &b); err != nil {
-			return err
-		}
-		var k uint64
-		for i := 0; i < vl; i++ {
-			if m.maskBit(in, i) && a.u64(i/8)>>(b[i]&63)&1 == 1 {
-				k |= 1 << i
-			}
-		}
-		m.k[in.args[0].reg] = k
-		return nil
-	}, "vpshufbitqmb")
+	register(maskOp(1, func(a, b *vec, i int) bool { return a.u64(i/8)>>(b[i]&63)&1 == 1 }), "vpshufbitqmb")
 
 	// VPMADD52LUQ/HUQ (IFMA): dest plus the low or high 52 bits of the
 	// 104-bit product of the low 52 bits of src1 and src2.
@@ -485,9 +465,10 @@ func icmp(esz, pred int, f func(p int, a, b uint64) bool) handler {
 	}
 }
 
-// ptestm is VPTESTM (k bit set where src1 AND src2 is nonzero) or VPTESTNM
-// (where it is zero), under the writemask.
-func ptestm(esz int, neg bool) handler {
+// maskOp is an instruction that writes a k register: dest k, src1 (a
+// register), src2 (register, memory or broadcast of esz-byte elements);
+// bit i is set where the writemask selects element i and f holds.
+func maskOp(esz int, f func(a, b *vec, i int) bool) handler {
 	return func(m *machine, in *inst) error {
 		if len(in.args) != 3 || in.args[0].kind != opMask {
 			return errBadOperands
@@ -502,13 +483,19 @@ func ptestm(esz int, neg bool) handler {
 		}
 		var k uint64
 		for i := 0; i < vl/esz; i++ {
-			if m.maskBit(in, i) && (getElem(&a, esz, i)&getElem(&b, esz, i) != 0) != neg {
+			if m.maskBit(in, i) && f(&a, &b, i) {
 				k |= 1 << i
 			}
 		}
 		m.k[in.args[0].reg] = k
 		return nil
 	}
+}
+
+// ptestm is VPTESTM (k bit set where src1 AND src2 is nonzero) or VPTESTNM
+// (where it is zero), under the writemask.
+func ptestm(esz int, neg bool) handler {
+	return maskOp(esz, func(a, b *vec, i int) bool { return (getElem(a, esz, i)&getElem(b, esz, i) != 0) != neg })
 }
 
 // movm2 is VPMOVM2*: each element all ones where its k bit is set.
