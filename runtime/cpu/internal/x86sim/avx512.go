@@ -6,13 +6,15 @@ import (
 	"math/bits"
 )
 
-// The AVX-512 (F, BW, VL, DQ, VNNI, VBMI, VBMI2, BITALG, VPOPCNTDQ)
+// The AVX-512 (F, BW, VL, DQ, VNNI, VBMI, VBMI2, BITALG, VPOPCNTDQ, IFMA)
 // instructions that have no VEX form, the opmask (k register)
 // instructions, and the compares, which write a vector in VEX and a k
 // register in EVEX. Each follows its SDM Vol. 2 pseudo-code; the opmask
 // and broadcast handling common to all EVEX instructions is in vec.go
-// (vwrite, vsrc): SDM Vol. 1 15.6 "Masking support in AVX-512" and Vol. 2
-// 2.7.5 "Static rounding support in EVEX" / 2.7.? "Embedded broadcast".
+// (vwrite, vsrc), after the SDM's chapter on programming with AVX-512
+// (Vol. 1, opmask merging and zeroing) and the EVEX encoding section of
+// Vol. 2A (embedded broadcast). Static rounding ({er}) and {sae} are
+// refused.
 
 func init() {
 	// Integer compares: VPCMPEQ*/VPCMPGT* (VEX: into a vector; EVEX: into
