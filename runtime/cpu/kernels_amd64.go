@@ -205,3 +205,59 @@ func quantQ8_0AVX2(x *float32, q *int8, d *float32, s *int32, nb int)
 //
 //go:noescape
 func permute64AVX2(dst *int8, src *int8, n int, dstride int)
+
+// q8_0RowsAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
+// tiles tstride bytes apart in every plane, with one token, four rows at a
+// time, with exactly the arithmetic of the scalar kernel:
+//
+//	for t := range tiles {
+//		for i := range rows {
+//			v := dotQ8_0(codes, scales of row i, tile t; the token's codes and scales of tile t)
+//			if t == 0 { y[i] = v } else { y[i] += v }
+//		}
+//	}
+//
+//go:noescape
+func q8_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, np int, y *float32, rows int, tiles int, tstride int)
+
+// q4_0RowsAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
+// tiles tstride bytes apart in every plane, with one token, four rows at a
+// time, with exactly the arithmetic of the scalar kernel:
+//
+//	for t := range tiles {
+//		for i := range rows {
+//			v := dotQ4_0(codes, scales of row i, tile t; the token's codes, scales and sums of tile t)
+//			if t == 0 { y[i] = v } else { y[i] += v }
+//		}
+//	}
+//
+//go:noescape
+func q4_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
+
+// q4_KRowsAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
+// tiles tstride bytes apart in every plane, with one token, four rows at a
+// time, with exactly the arithmetic of the scalar kernel:
+//
+//	for t := range tiles {
+//		for i := range rows {
+//			v := dotQ4_K(codes, sm, dm of row i, tile t; the token's codes, scales and bsums of tile t)
+//			if t == 0 { y[i] = v } else { y[i] += v }
+//		}
+//	}
+//
+//go:noescape
+func q4_KRowsAVX512(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows int, tiles int, tstride int)
+
+// q6_KRowsAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
+// tiles tstride bytes apart in every plane, with one token, four rows at a
+// time, with exactly the arithmetic of the scalar kernel:
+//
+//	for t := range tiles {
+//		for i := range rows {
+//			v := dotQ6_K(codes, scales, dp of row i, tile t; the token's codes and scales of tile t)
+//			if t == 0 { y[i] = v } else { y[i] += v }
+//		}
+//	}
+//
+//go:noescape
+func q6_KRowsAVX512(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, nsb int, y *float32, rows int, tiles int, tstride int)

@@ -4768,3 +4768,811 @@ permute64_chunk:
 permute64_done:
 	VZEROUPPER
 	RET
+
+DATA c80x4<>+0(SB)/8, $0x0000000080808080
+GLOBL c80x4<>(SB), RODATA|NOPTR, $8
+
+DATA c0Fx4<>+0(SB)/8, $0x000000000f0f0f0f
+GLOBL c0Fx4<>(SB), RODATA|NOPTR, $8
+
+DATA idxRed<>+0(SB)/8, $0x0000000800000000
+DATA idxRed<>+8(SB)/8, $0x0000000900000001
+DATA idxRed<>+16(SB)/8, $0x0000000c00000004
+DATA idxRed<>+24(SB)/8, $0x0000000d00000005
+DATA idxRed<>+32(SB)/8, $0x0000000000000000
+DATA idxRed<>+40(SB)/8, $0x0000000000000000
+DATA idxRed<>+48(SB)/8, $0x0000000000000000
+DATA idxRed<>+56(SB)/8, $0x0000000000000000
+GLOBL idxRed<>(SB), RODATA|NOPTR, $64
+
+DATA c20x4<>+0(SB)/8, $0x0000000020202020
+GLOBL c20x4<>(SB), RODATA|NOPTR, $8
+
+DATA scMaskZ0<>+0(SB)/8, $0x8000800080008000
+DATA scMaskZ0<>+8(SB)/8, $0x8000800080008000
+DATA scMaskZ0<>+16(SB)/8, $0x8001800180018001
+DATA scMaskZ0<>+24(SB)/8, $0x8001800180018001
+DATA scMaskZ0<>+32(SB)/8, $0x8002800280028002
+DATA scMaskZ0<>+40(SB)/8, $0x8002800280028002
+DATA scMaskZ0<>+48(SB)/8, $0x8003800380038003
+DATA scMaskZ0<>+56(SB)/8, $0x8003800380038003
+GLOBL scMaskZ0<>(SB), RODATA|NOPTR, $64
+
+DATA scMaskZ1<>+0(SB)/8, $0x8004800480048004
+DATA scMaskZ1<>+8(SB)/8, $0x8004800480048004
+DATA scMaskZ1<>+16(SB)/8, $0x8005800580058005
+DATA scMaskZ1<>+24(SB)/8, $0x8005800580058005
+DATA scMaskZ1<>+32(SB)/8, $0x8006800680068006
+DATA scMaskZ1<>+40(SB)/8, $0x8006800680068006
+DATA scMaskZ1<>+48(SB)/8, $0x8007800780078007
+DATA scMaskZ1<>+56(SB)/8, $0x8007800780078007
+GLOBL scMaskZ1<>(SB), RODATA|NOPTR, $64
+
+DATA wIdxZ0<>+0(SB)/8, $0x0000000000000000
+DATA wIdxZ0<>+8(SB)/8, $0x0000000000000000
+DATA wIdxZ0<>+16(SB)/8, $0x0001000100010001
+DATA wIdxZ0<>+24(SB)/8, $0x0001000100010001
+DATA wIdxZ0<>+32(SB)/8, $0x0002000200020002
+DATA wIdxZ0<>+40(SB)/8, $0x0002000200020002
+DATA wIdxZ0<>+48(SB)/8, $0x0003000300030003
+DATA wIdxZ0<>+56(SB)/8, $0x0003000300030003
+GLOBL wIdxZ0<>(SB), RODATA|NOPTR, $64
+
+DATA wIdxZ1<>+0(SB)/8, $0x0004000400040004
+DATA wIdxZ1<>+8(SB)/8, $0x0004000400040004
+DATA wIdxZ1<>+16(SB)/8, $0x0005000500050005
+DATA wIdxZ1<>+24(SB)/8, $0x0005000500050005
+DATA wIdxZ1<>+32(SB)/8, $0x0006000600060006
+DATA wIdxZ1<>+40(SB)/8, $0x0006000600060006
+DATA wIdxZ1<>+48(SB)/8, $0x0007000700070007
+DATA wIdxZ1<>+56(SB)/8, $0x0007000700070007
+GLOBL wIdxZ1<>(SB), RODATA|NOPTR, $64
+
+DATA wIdxZ2<>+0(SB)/8, $0x0008000800080008
+DATA wIdxZ2<>+8(SB)/8, $0x0008000800080008
+DATA wIdxZ2<>+16(SB)/8, $0x0009000900090009
+DATA wIdxZ2<>+24(SB)/8, $0x0009000900090009
+DATA wIdxZ2<>+32(SB)/8, $0x000a000a000a000a
+DATA wIdxZ2<>+40(SB)/8, $0x000a000a000a000a
+DATA wIdxZ2<>+48(SB)/8, $0x000b000b000b000b
+DATA wIdxZ2<>+56(SB)/8, $0x000b000b000b000b
+GLOBL wIdxZ2<>(SB), RODATA|NOPTR, $64
+
+DATA wIdxZ3<>+0(SB)/8, $0x000c000c000c000c
+DATA wIdxZ3<>+8(SB)/8, $0x000c000c000c000c
+DATA wIdxZ3<>+16(SB)/8, $0x000d000d000d000d
+DATA wIdxZ3<>+24(SB)/8, $0x000d000d000d000d
+DATA wIdxZ3<>+32(SB)/8, $0x000e000e000e000e
+DATA wIdxZ3<>+40(SB)/8, $0x000e000e000e000e
+DATA wIdxZ3<>+48(SB)/8, $0x000f000f000f000f
+DATA wIdxZ3<>+56(SB)/8, $0x000f000f000f000f
+GLOBL wIdxZ3<>(SB), RODATA|NOPTR, $64
+
+// func q8_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, np int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512F, AVX512_VNNI, F16C, MMX+
+TEXT ·q8_0RowsAVX512(SB), NOSPLIT, $48-88
+	MOVQ         cstride+16(FP), AX
+	MOVQ         sstride+24(FP), CX
+	MOVQ         a+32(FP), DX
+	MOVQ         d+40(FP), BX
+	MOVQ         np+48(FP), SI
+	SHLQ         $0x03, SI
+	VMOVDQU64    idxRed<>+0(SB), Z0
+	VMOVDQU      idx01<>+0(SB), Y1
+	VMOVDQU      idxT<>+0(SB), Y2
+	VPBROADCASTD c80x4<>+0(SB), Z3
+	VPXORD       Z4, Z4, Z4
+	MOVQ         $0x00000000, 32(SP)
+
+q8_0RowsAVX512_tile:
+	MOVQ codes+0(FP), DI
+	MOVQ DI, (SP)
+	MOVQ scales+8(FP), DI
+	MOVQ DI, 8(SP)
+	MOVQ rows+64(FP), DI
+	MOVQ DI, 16(SP)
+	MOVQ y+56(FP), DI
+	MOVQ DI, 24(SP)
+	MOVQ codes+0(FP), DI
+	ADDQ $0x00000800, DI
+	MOVQ DI, 40(SP)
+
+q8_0RowsAVX512_rows:
+	CMPQ   16(SP), $0x04
+	JL     q8_0RowsAVX512_rowsdone
+	MOVQ   (SP), DI
+	MOVQ   8(SP), R8
+	XORQ   R9, R9
+	VXORPS X5, X5, X5
+
+q8_0RowsAVX512_pair:
+	MOVQ         40(SP), R10
+	PREFETCHT0   (R10)
+	PREFETCHT0   64(R10)
+	PREFETCHT0   128(R10)
+	PREFETCHT0   192(R10)
+	ADDQ         $0x00000100, R10
+	MOVQ         R10, 40(SP)
+	VMOVDQU64    (DX)(R9*8), Z6
+	VPXORD       Z7, Z7, Z7
+	VPDPBUSD     Z6, Z3, Z7
+	LEAQ         (DI)(AX*2), R10
+	VPSUBD       Z7, Z4, Z8
+	VPXORD       (DI), Z3, Z9
+	VPDPBUSD     Z6, Z9, Z8
+	VPSUBD       Z7, Z4, Z9
+	VPXORD       (DI)(AX*1), Z3, Z11
+	VPDPBUSD     Z6, Z11, Z9
+	VPSUBD       Z7, Z4, Z11
+	VPXORD       (DI)(AX*2), Z3, Z12
+	VPDPBUSD     Z6, Z12, Z11
+	VPSUBD       Z7, Z4, Z12
+	VPXORD       (R10)(AX*1), Z3, Z13
+	VPDPBUSD     Z6, Z13, Z12
+	VSHUFI64X2   $0x88, Z9, Z8, Z6
+	VSHUFI64X2   $0xdd, Z9, Z8, Z8
+	VPADDD       Z8, Z6, Z6
+	VSHUFI64X2   $0x88, Z12, Z11, Z8
+	VSHUFI64X2   $0xdd, Z12, Z11, Z9
+	VPADDD       Z9, Z8, Z8
+	VPUNPCKLDQ   Z8, Z6, Z9
+	VPUNPCKHDQ   Z8, Z6, Z6
+	VPADDD       Z6, Z9, Z9
+	VPSHUFD      $0x4e, Z9, Z6
+	VPADDD       Z6, Z9, Z9
+	VPERMD       Z9, Z0, Z9
+	VCVTDQ2PS    Y9, Y6
+	VMOVD        (R8), X8
+	VPINSRD      $0x01, (R8)(CX*1), X8, X8
+	VPINSRD      $0x02, (R8)(CX*2), X8, X8
+	LEAQ         (R8)(CX*2), R10
+	VPINSRD      $0x03, (R10)(CX*1), X8, X8
+	VCVTPH2PS    X8, Y8
+	VPERMPS      Y8, Y2, Y8
+	VMOVQ        (BX)(R9*1), X10
+	VPERMD       Y10, Y1, Y9
+	VMULPS       Y9, Y8, Y8
+	VMULPS       Y8, Y6, Y6
+	VADDPS       X6, X5, X5
+	VEXTRACTF128 $0x01, Y6, X6
+	VADDPS       X6, X5, X5
+	ADDQ         $0x40, DI
+	ADDQ         $0x04, R8
+	ADDQ         $0x08, R9
+	CMPQ         R9, SI
+	JL           q8_0RowsAVX512_pair
+	MOVQ         24(SP), DI
+	CMPQ         32(SP), $0x00
+	JE           q8_0RowsAVX512_store
+	VADDPS       (DI), X5, X5
+
+q8_0RowsAVX512_store:
+	VMOVUPS X5, (DI)
+	ADDQ    $0x10, DI
+	MOVQ    DI, 24(SP)
+	MOVQ    (SP), DI
+	LEAQ    (DI)(AX*4), DI
+	MOVQ    DI, (SP)
+	MOVQ    8(SP), DI
+	LEAQ    (DI)(CX*4), DI
+	MOVQ    DI, 8(SP)
+	SUBQ    $0x04, 16(SP)
+	JMP     q8_0RowsAVX512_rows
+
+q8_0RowsAVX512_rowsdone:
+	MOVQ codes+0(FP), DI
+	ADDQ tstride+80(FP), DI
+	MOVQ DI, codes+0(FP)
+	MOVQ scales+8(FP), DI
+	ADDQ tstride+80(FP), DI
+	MOVQ DI, scales+8(FP)
+	LEAQ (DX)(SI*8), DX
+	ADDQ SI, BX
+	MOVQ $0x00000001, 32(SP)
+	DECQ tiles+72(FP)
+	JNZ  q8_0RowsAVX512_tile
+	VZEROUPPER
+	RET
+
+// func q4_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C, MMX+
+TEXT ·q4_0RowsAVX512(SB), NOSPLIT, $48-96
+	MOVQ         cstride+16(FP), AX
+	MOVQ         sstride+24(FP), CX
+	MOVQ         a+32(FP), DX
+	MOVQ         d+40(FP), BX
+	MOVQ         s+48(FP), SI
+	MOVQ         np+56(FP), DI
+	SHLQ         $0x03, DI
+	VMOVDQU64    idxRed<>+0(SB), Z0
+	VMOVDQU      idx01<>+0(SB), Y1
+	VMOVDQU      idxT<>+0(SB), Y2
+	VPBROADCASTD c0Fx4<>+0(SB), Z3
+	MOVQ         $0x00000000, 32(SP)
+
+q4_0RowsAVX512_tile:
+	MOVQ codes+0(FP), R8
+	MOVQ R8, (SP)
+	MOVQ scales+8(FP), R8
+	MOVQ R8, 8(SP)
+	MOVQ rows+72(FP), R8
+	MOVQ R8, 16(SP)
+	MOVQ y+64(FP), R8
+	MOVQ R8, 24(SP)
+	MOVQ codes+0(FP), R8
+	ADDQ $0x00000800, R8
+	MOVQ R8, 40(SP)
+
+q4_0RowsAVX512_rows:
+	CMPQ   16(SP), $0x04
+	JL     q4_0RowsAVX512_rowsdone
+	MOVQ   (SP), R8
+	MOVQ   8(SP), R9
+	XORQ   R10, R10
+	VXORPS X4, X4, X4
+
+q4_0RowsAVX512_pair:
+	MOVQ            40(SP), R11
+	PREFETCHT0      (R11)
+	PREFETCHT0      64(R11)
+	ADDQ            $0x00000080, R11
+	MOVQ            R11, 40(SP)
+	VBROADCASTI64X4 (DX)(R10*8), Z5
+	VBROADCASTI64X4 32(DX)(R10*8), Z6
+	LEAQ            (R8)(AX*2), R11
+	VMOVDQU         (R8), Y7
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z7, Z7
+	VPSRLW          $0x04, Z7, Z8
+	VPANDD          Z3, Z7, Z7
+	VPANDD          Z3, Z8, Z8
+	VPXORD          Z9, Z9, Z9
+	VPDPBUSD        Z5, Z7, Z9
+	VPDPBUSD        Z6, Z8, Z9
+	VMOVDQU         (R8)(AX*2), Y10
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z10, Z10
+	VPSRLW          $0x04, Z10, Z8
+	VPANDD          Z3, Z10, Z10
+	VPANDD          Z3, Z8, Z8
+	VPXORD          Z11, Z11, Z11
+	VPDPBUSD        Z5, Z10, Z11
+	VPDPBUSD        Z6, Z8, Z11
+	VPUNPCKLDQ      Z11, Z9, Z5
+	VPUNPCKHDQ      Z11, Z9, Z6
+	VPADDD          Z6, Z5, Z5
+	VPSHUFD         $0x4e, Z5, Z6
+	VPADDD          Z6, Z5, Z5
+	VPERMD          Z5, Z0, Z5
+	VMOVQ           (SI)(R10*1), X12
+	VPERMD          Y12, Y1, Y6
+	VPSLLD          $0x03, Y6, Y6
+	VPSUBD          Y6, Y5, Y5
+	VCVTDQ2PS       Y5, Y5
+	VMOVD           (R9), X6
+	VPINSRD         $0x01, (R9)(CX*1), X6, X6
+	VPINSRD         $0x02, (R9)(CX*2), X6, X6
+	LEAQ            (R9)(CX*2), R11
+	VPINSRD         $0x03, (R11)(CX*1), X6, X6
+	VCVTPH2PS       X6, Y6
+	VPERMPS         Y6, Y2, Y6
+	VMOVQ           (BX)(R10*1), X12
+	VPERMD          Y12, Y1, Y7
+	VMULPS          Y7, Y6, Y6
+	VMULPS          Y6, Y5, Y5
+	VADDPS          X5, X4, X4
+	VEXTRACTF128    $0x01, Y5, X5
+	VADDPS          X5, X4, X4
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x08, R10
+	CMPQ            R10, DI
+	JL              q4_0RowsAVX512_pair
+	MOVQ            24(SP), R8
+	CMPQ            32(SP), $0x00
+	JE              q4_0RowsAVX512_store
+	VADDPS          (R8), X4, X4
+
+q4_0RowsAVX512_store:
+	VMOVUPS X4, (R8)
+	ADDQ    $0x10, R8
+	MOVQ    R8, 24(SP)
+	MOVQ    (SP), R8
+	LEAQ    (R8)(AX*4), R8
+	MOVQ    R8, (SP)
+	MOVQ    8(SP), R8
+	LEAQ    (R8)(CX*4), R8
+	MOVQ    R8, 8(SP)
+	SUBQ    $0x04, 16(SP)
+	JMP     q4_0RowsAVX512_rows
+
+q4_0RowsAVX512_rowsdone:
+	MOVQ codes+0(FP), R8
+	ADDQ tstride+88(FP), R8
+	MOVQ R8, codes+0(FP)
+	MOVQ scales+8(FP), R8
+	ADDQ tstride+88(FP), R8
+	MOVQ R8, scales+8(FP)
+	LEAQ (DX)(DI*8), DX
+	ADDQ DI, BX
+	ADDQ DI, SI
+	MOVQ $0x00000001, 32(SP)
+	DECQ tiles+80(FP)
+	JNZ  q4_0RowsAVX512_tile
+	VZEROUPPER
+	RET
+
+// func q4_KRowsAVX512(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C, MMX+
+TEXT ·q4_KRowsAVX512(SB), NOSPLIT, $64-112
+	MOVQ         cstride+24(FP), AX
+	MOVQ         mstride+32(FP), CX
+	MOVQ         dstride+40(FP), DX
+	VPBROADCASTD c0Fx4<>+0(SB), Z0
+	VMOVDQU64    scMaskZ0<>+0(SB), Z1
+	VMOVDQU64    scMaskZ1<>+0(SB), Z2
+	VMOVDQU      mMask<>+0(SB), X3
+	VMOVDQU      idxT<>+0(SB), Y4
+	MOVQ         $0x00000000, 48(SP)
+
+q4_KRowsAVX512_tile:
+	MOVQ codes+0(FP), BX
+	MOVQ BX, 8(SP)
+	MOVQ sm+8(FP), BX
+	MOVQ BX, 16(SP)
+	MOVQ dm+16(FP), BX
+	MOVQ BX, 24(SP)
+	MOVQ rows+88(FP), BX
+	MOVQ BX, 32(SP)
+	MOVQ y+80(FP), BX
+	MOVQ BX, 40(SP)
+	MOVQ codes+0(FP), BX
+	ADDQ $0x00000800, BX
+	MOVQ BX, 56(SP)
+
+q4_KRowsAVX512_rows:
+	CMPQ   32(SP), $0x04
+	JL     q4_KRowsAVX512_rowsdone
+	MOVQ   8(SP), BX
+	MOVQ   16(SP), SI
+	MOVQ   24(SP), DI
+	MOVQ   a+48(FP), R8
+	MOVQ   d+56(FP), R9
+	MOVQ   bp+64(FP), R10
+	MOVQ   nsb+72(FP), R11
+	MOVQ   R11, (SP)
+	VXORPS X5, X5, X5
+
+q4_KRowsAVX512_sb:
+	MOVQ            56(SP), R11
+	PREFETCHT0      (R11)
+	PREFETCHT0      64(R11)
+	PREFETCHT0      128(R11)
+	PREFETCHT0      192(R11)
+	PREFETCHT0      256(R11)
+	PREFETCHT0      320(R11)
+	PREFETCHT0      384(R11)
+	PREFETCHT0      448(R11)
+	ADDQ            $0x00000200, R11
+	MOVQ            R11, 56(SP)
+	VMOVDQU         (R8), Y6
+	VINSERTI64X4    $0x01, 64(R8), Z6, Z6
+	VMOVDQU         32(R8), Y7
+	VINSERTI64X4    $0x01, 96(R8), Z7, Z7
+	VMOVDQU         128(R8), Y8
+	VINSERTI64X4    $0x01, 192(R8), Z8, Z8
+	VMOVDQU         160(R8), Y9
+	VINSERTI64X4    $0x01, 224(R8), Z9, Z9
+	LEAQ            (BX)(AX*2), R11
+	LEAQ            (SI)(CX*2), R12
+	VBROADCASTI32X4 (SI), Z10
+	VMOVDQU64       (BX), Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VPMADDUBSW      Z6, Z11, Z11
+	VPMADDUBSW      Z7, Z12, Z12
+	VPADDW          Z12, Z11, Z11
+	VPSHUFB         Z1, Z10, Z12
+	VPMADDWD        Z12, Z11, Z11
+	VMOVDQU64       64(BX), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z0, Z12, Z12
+	VPANDD          Z0, Z13, Z13
+	VPMADDUBSW      Z8, Z12, Z12
+	VPMADDUBSW      Z9, Z13, Z13
+	VPADDW          Z13, Z12, Z12
+	VPSHUFB         Z2, Z10, Z10
+	VPDPWSSD        Z10, Z12, Z11
+	VBROADCASTI32X4 (SI)(CX*1), Z10
+	VMOVDQU64       (BX)(AX*1), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z0, Z12, Z12
+	VPANDD          Z0, Z13, Z13
+	VPMADDUBSW      Z6, Z12, Z12
+	VPMADDUBSW      Z7, Z13, Z13
+	VPADDW          Z13, Z12, Z12
+	VPSHUFB         Z1, Z10, Z13
+	VPMADDWD        Z13, Z12, Z12
+	VMOVDQU64       64(BX)(AX*1), Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VPMADDUBSW      Z8, Z13, Z13
+	VPMADDUBSW      Z9, Z14, Z14
+	VPADDW          Z14, Z13, Z13
+	VPSHUFB         Z2, Z10, Z10
+	VPDPWSSD        Z10, Z13, Z12
+	VBROADCASTI32X4 (SI)(CX*2), Z10
+	VMOVDQU64       (BX)(AX*2), Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VPMADDUBSW      Z6, Z13, Z13
+	VPMADDUBSW      Z7, Z14, Z14
+	VPADDW          Z14, Z13, Z13
+	VPSHUFB         Z1, Z10, Z14
+	VPMADDWD        Z14, Z13, Z13
+	VMOVDQU64       64(BX)(AX*2), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z0, Z14, Z14
+	VPANDD          Z0, Z15, Z15
+	VPMADDUBSW      Z8, Z14, Z14
+	VPMADDUBSW      Z9, Z15, Z15
+	VPADDW          Z15, Z14, Z14
+	VPSHUFB         Z2, Z10, Z10
+	VPDPWSSD        Z10, Z14, Z13
+	VBROADCASTI32X4 (R12)(CX*1), Z10
+	VMOVDQU64       (R11)(AX*1), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z0, Z14, Z14
+	VPANDD          Z0, Z15, Z15
+	VPMADDUBSW      Z6, Z14, Z14
+	VPMADDUBSW      Z7, Z15, Z15
+	VPADDW          Z15, Z14, Z14
+	VPSHUFB         Z1, Z10, Z15
+	VPMADDWD        Z15, Z14, Z14
+	VMOVDQU64       64(R11)(AX*1), Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VPMADDUBSW      Z8, Z15, Z15
+	VPMADDUBSW      Z9, Z16, Z16
+	VPADDW          Z16, Z15, Z15
+	VPSHUFB         Z2, Z10, Z10
+	VPDPWSSD        Z10, Z15, Z14
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPADDD          Z11, Z10, Z10
+	VPUNPCKLDQ      Z14, Z13, Z12
+	VPUNPCKHDQ      Z14, Z13, Z11
+	VPADDD          Z11, Z12, Z12
+	VPUNPCKHQDQ     Z12, Z10, Z11
+	VPUNPCKLQDQ     Z12, Z10, Z10
+	VPADDD          Z11, Z10, Z10
+	VEXTRACTI64X4   $0x01, Z10, Y6
+	VPADDD          Y6, Y10, Y6
+	VEXTRACTI128    $0x01, Y6, X7
+	VPADDD          X7, X6, X7
+	VMOVDQU         (SI), X6
+	VPSHUFB         X3, X6, X6
+	VPMADDWD        (R10), X6, X6
+	VMOVDQU         (SI)(CX*1), X8
+	VPSHUFB         X3, X8, X8
+	VPMADDWD        (R10), X8, X8
+	VMOVDQU         (SI)(CX*2), X9
+	VPSHUFB         X3, X9, X9
+	VPMADDWD        (R10), X9, X9
+	VMOVDQU         (R12)(CX*1), X10
+	VPSHUFB         X3, X10, X10
+	VPMADDWD        (R10), X10, X10
+	VPUNPCKLDQ      X8, X6, X11
+	VPUNPCKHDQ      X8, X6, X6
+	VPADDD          X6, X11, X11
+	VPUNPCKLDQ      X10, X9, X6
+	VPUNPCKHDQ      X10, X9, X8
+	VPADDD          X8, X6, X6
+	VPUNPCKHQDQ     X6, X11, X8
+	VPUNPCKLQDQ     X6, X11, X11
+	VPADDD          X8, X11, X11
+	VMOVD           (DI), X6
+	VPINSRD         $0x01, (DI)(DX*1), X6, X6
+	VPINSRD         $0x02, (DI)(DX*2), X6, X6
+	LEAQ            (DI)(DX*2), R11
+	VPINSRD         $0x03, (R11)(DX*1), X6, X6
+	VCVTPH2PS       X6, Y6
+	VPERMPS         Y6, Y4, Y6
+	VBROADCASTSS    (R9), Y8
+	VMULPS          Y8, Y6, Y6
+	VCVTDQ2PS       X7, X7
+	VCVTDQ2PS       X11, X8
+	VMULPS          X6, X7, X7
+	VEXTRACTF128    $0x01, Y6, X6
+	VMULPS          X6, X8, X8
+	VSUBPS          X8, X7, X7
+	VADDPS          X7, X5, X5
+	ADDQ            $0x80, BX
+	ADDQ            $0x10, SI
+	ADDQ            $0x04, DI
+	ADDQ            $0x00000100, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x10, R10
+	DECQ            (SP)
+	JNZ             q4_KRowsAVX512_sb
+	MOVQ            40(SP), BX
+	CMPQ            48(SP), $0x00
+	JE              q4_KRowsAVX512_store
+	VADDPS          (BX), X5, X5
+
+q4_KRowsAVX512_store:
+	VMOVUPS X5, (BX)
+	ADDQ    $0x10, BX
+	MOVQ    BX, 40(SP)
+	MOVQ    8(SP), BX
+	LEAQ    (BX)(AX*4), BX
+	MOVQ    BX, 8(SP)
+	MOVQ    16(SP), BX
+	LEAQ    (BX)(CX*4), BX
+	MOVQ    BX, 16(SP)
+	MOVQ    24(SP), BX
+	LEAQ    (BX)(DX*4), BX
+	MOVQ    BX, 24(SP)
+	SUBQ    $0x04, 32(SP)
+	JMP     q4_KRowsAVX512_rows
+
+q4_KRowsAVX512_rowsdone:
+	MOVQ codes+0(FP), BX
+	ADDQ tstride+104(FP), BX
+	MOVQ BX, codes+0(FP)
+	MOVQ sm+8(FP), BX
+	ADDQ tstride+104(FP), BX
+	MOVQ BX, sm+8(FP)
+	MOVQ dm+16(FP), BX
+	ADDQ tstride+104(FP), BX
+	MOVQ BX, dm+16(FP)
+	MOVQ nsb+72(FP), BX
+	MOVQ BX, SI
+	SHLQ $0x02, SI
+	MOVQ d+56(FP), DI
+	ADDQ SI, DI
+	MOVQ DI, d+56(FP)
+	SHLQ $0x02, SI
+	MOVQ bp+64(FP), DI
+	ADDQ SI, DI
+	MOVQ DI, bp+64(FP)
+	SHLQ $0x08, BX
+	MOVQ a+48(FP), SI
+	ADDQ BX, SI
+	MOVQ SI, a+48(FP)
+	MOVQ $0x00000001, 48(SP)
+	DECQ tiles+96(FP)
+	JNZ  q4_KRowsAVX512_tile
+	VZEROUPPER
+	RET
+
+// func q6_KRowsAVX512(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, nsb int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C, MMX+
+TEXT ·q6_KRowsAVX512(SB), NOSPLIT, $64-104
+	MOVQ         cstride+24(FP), AX
+	MOVQ         sstride+32(FP), CX
+	MOVQ         dstride+40(FP), DX
+	VPBROADCASTD c20x4<>+0(SB), Z0
+	VMOVDQU64    wIdxZ0<>+0(SB), Z1
+	VMOVDQU64    wIdxZ1<>+0(SB), Z2
+	VMOVDQU64    wIdxZ2<>+0(SB), Z3
+	VMOVDQU64    wIdxZ3<>+0(SB), Z4
+	MOVQ         $0x00000000, 48(SP)
+
+q6_KRowsAVX512_tile:
+	MOVQ codes+0(FP), BX
+	MOVQ BX, 8(SP)
+	MOVQ scales+8(FP), BX
+	MOVQ BX, 16(SP)
+	MOVQ dp+16(FP), BX
+	MOVQ BX, 24(SP)
+	MOVQ rows+80(FP), BX
+	MOVQ BX, 32(SP)
+	MOVQ y+72(FP), BX
+	MOVQ BX, 40(SP)
+	MOVQ codes+0(FP), BX
+	ADDQ $0x00000800, BX
+	MOVQ BX, 56(SP)
+
+q6_KRowsAVX512_rows:
+	CMPQ   32(SP), $0x04
+	JL     q6_KRowsAVX512_rowsdone
+	MOVQ   8(SP), BX
+	MOVQ   16(SP), SI
+	MOVQ   24(SP), DI
+	MOVQ   a+48(FP), R8
+	MOVQ   d+56(FP), R9
+	MOVQ   nsb+64(FP), R10
+	MOVQ   R10, (SP)
+	VXORPS X5, X5, X5
+
+q6_KRowsAVX512_sb:
+	MOVQ          56(SP), R10
+	PREFETCHT0    (R10)
+	PREFETCHT0    64(R10)
+	PREFETCHT0    128(R10)
+	PREFETCHT0    192(R10)
+	PREFETCHT0    256(R10)
+	PREFETCHT0    320(R10)
+	PREFETCHT0    384(R10)
+	PREFETCHT0    448(R10)
+	PREFETCHT0    512(R10)
+	PREFETCHT0    576(R10)
+	PREFETCHT0    640(R10)
+	PREFETCHT0    704(R10)
+	PREFETCHT0    768(R10)
+	PREFETCHT0    832(R10)
+	PREFETCHT0    896(R10)
+	PREFETCHT0    960(R10)
+	ADDQ          $0x00000400, R10
+	MOVQ          R10, 56(SP)
+	VPMADDUBSW    (R8), Z0, Z6
+	VPMADDUBSW    64(R8), Z0, Z7
+	VPMADDUBSW    128(R8), Z0, Z8
+	VPMADDUBSW    192(R8), Z0, Z9
+	LEAQ          (BX)(AX*2), R10
+	LEAQ          (SI)(CX*2), R11
+	VPMOVSXBW     (SI), Y10
+	VPADDB        (BX), Z0, Z11
+	VPMADDUBSW    (R8), Z11, Z11
+	VPSUBW        Z6, Z11, Z11
+	VPERMW        Z10, Z1, Z12
+	VPMADDWD      Z12, Z11, Z11
+	VPADDB        64(BX), Z0, Z12
+	VPMADDUBSW    64(R8), Z12, Z12
+	VPSUBW        Z7, Z12, Z12
+	VPERMW        Z10, Z2, Z13
+	VPDPWSSD      Z13, Z12, Z11
+	VPADDB        128(BX), Z0, Z12
+	VPMADDUBSW    128(R8), Z12, Z12
+	VPSUBW        Z8, Z12, Z12
+	VPERMW        Z10, Z3, Z13
+	VPDPWSSD      Z13, Z12, Z11
+	VPADDB        192(BX), Z0, Z12
+	VPMADDUBSW    192(R8), Z12, Z12
+	VPSUBW        Z9, Z12, Z12
+	VPERMW        Z10, Z4, Z13
+	VPDPWSSD      Z13, Z12, Z11
+	VPMOVSXBW     (SI)(CX*1), Y10
+	VPADDB        (BX)(AX*1), Z0, Z12
+	VPMADDUBSW    (R8), Z12, Z12
+	VPSUBW        Z6, Z12, Z12
+	VPERMW        Z10, Z1, Z13
+	VPMADDWD      Z13, Z12, Z12
+	VPADDB        64(BX)(AX*1), Z0, Z13
+	VPMADDUBSW    64(R8), Z13, Z13
+	VPSUBW        Z7, Z13, Z13
+	VPERMW        Z10, Z2, Z14
+	VPDPWSSD      Z14, Z13, Z12
+	VPADDB        128(BX)(AX*1), Z0, Z13
+	VPMADDUBSW    128(R8), Z13, Z13
+	VPSUBW        Z8, Z13, Z13
+	VPERMW        Z10, Z3, Z14
+	VPDPWSSD      Z14, Z13, Z12
+	VPADDB        192(BX)(AX*1), Z0, Z13
+	VPMADDUBSW    192(R8), Z13, Z13
+	VPSUBW        Z9, Z13, Z13
+	VPERMW        Z10, Z4, Z14
+	VPDPWSSD      Z14, Z13, Z12
+	VPMOVSXBW     (SI)(CX*2), Y10
+	VPADDB        (BX)(AX*2), Z0, Z13
+	VPMADDUBSW    (R8), Z13, Z13
+	VPSUBW        Z6, Z13, Z13
+	VPERMW        Z10, Z1, Z14
+	VPMADDWD      Z14, Z13, Z13
+	VPADDB        64(BX)(AX*2), Z0, Z14
+	VPMADDUBSW    64(R8), Z14, Z14
+	VPSUBW        Z7, Z14, Z14
+	VPERMW        Z10, Z2, Z15
+	VPDPWSSD      Z15, Z14, Z13
+	VPADDB        128(BX)(AX*2), Z0, Z14
+	VPMADDUBSW    128(R8), Z14, Z14
+	VPSUBW        Z8, Z14, Z14
+	VPERMW        Z10, Z3, Z15
+	VPDPWSSD      Z15, Z14, Z13
+	VPADDB        192(BX)(AX*2), Z0, Z14
+	VPMADDUBSW    192(R8), Z14, Z14
+	VPSUBW        Z9, Z14, Z14
+	VPERMW        Z10, Z4, Z15
+	VPDPWSSD      Z15, Z14, Z13
+	VPMOVSXBW     (R11)(CX*1), Y10
+	VPADDB        (R10)(AX*1), Z0, Z14
+	VPMADDUBSW    (R8), Z14, Z14
+	VPSUBW        Z6, Z14, Z14
+	VPERMW        Z10, Z1, Z6
+	VPMADDWD      Z6, Z14, Z6
+	VPADDB        64(R10)(AX*1), Z0, Z14
+	VPMADDUBSW    64(R8), Z14, Z14
+	VPSUBW        Z7, Z14, Z14
+	VPERMW        Z10, Z2, Z7
+	VPDPWSSD      Z7, Z14, Z6
+	VPADDB        128(R10)(AX*1), Z0, Z7
+	VPMADDUBSW    128(R8), Z7, Z7
+	VPSUBW        Z8, Z7, Z7
+	VPERMW        Z10, Z3, Z8
+	VPDPWSSD      Z8, Z7, Z6
+	VPADDB        192(R10)(AX*1), Z0, Z7
+	VPMADDUBSW    192(R8), Z7, Z7
+	VPSUBW        Z9, Z7, Z7
+	VPERMW        Z10, Z4, Z8
+	VPDPWSSD      Z8, Z7, Z6
+	VPUNPCKLDQ    Z12, Z11, Z7
+	VPUNPCKHDQ    Z12, Z11, Z8
+	VPADDD        Z8, Z7, Z7
+	VPUNPCKLDQ    Z6, Z13, Z9
+	VPUNPCKHDQ    Z6, Z13, Z6
+	VPADDD        Z6, Z9, Z9
+	VPUNPCKHQDQ   Z9, Z7, Z8
+	VPUNPCKLQDQ   Z9, Z7, Z7
+	VPADDD        Z8, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y6, Y7, Y6
+	VEXTRACTI128  $0x01, Y6, X7
+	VPADDD        X7, X6, X7
+	VPXOR         X6, X6, X6
+	VPINSRW       $0x00, (DI), X6, X6
+	VPINSRW       $0x01, (DI)(DX*1), X6, X6
+	VPINSRW       $0x02, (DI)(DX*2), X6, X6
+	LEAQ          (DI)(DX*2), R10
+	VPINSRW       $0x03, (R10)(DX*1), X6, X6
+	VCVTPH2PS     X6, X6
+	VBROADCASTSS  (R9), X8
+	VMULPS        X8, X6, X6
+	VCVTDQ2PS     X7, X7
+	VMULPS        X6, X7, X7
+	VADDPS        X7, X5, X5
+	ADDQ          $0x00000100, BX
+	ADDQ          $0x10, SI
+	ADDQ          $0x02, DI
+	ADDQ          $0x00000100, R8
+	ADDQ          $0x04, R9
+	DECQ          (SP)
+	JNZ           q6_KRowsAVX512_sb
+	MOVQ          40(SP), BX
+	CMPQ          48(SP), $0x00
+	JE            q6_KRowsAVX512_store
+	VADDPS        (BX), X5, X5
+
+q6_KRowsAVX512_store:
+	VMOVUPS X5, (BX)
+	ADDQ    $0x10, BX
+	MOVQ    BX, 40(SP)
+	MOVQ    8(SP), BX
+	LEAQ    (BX)(AX*4), BX
+	MOVQ    BX, 8(SP)
+	MOVQ    16(SP), BX
+	LEAQ    (BX)(CX*4), BX
+	MOVQ    BX, 16(SP)
+	MOVQ    24(SP), BX
+	LEAQ    (BX)(DX*4), BX
+	MOVQ    BX, 24(SP)
+	SUBQ    $0x04, 32(SP)
+	JMP     q6_KRowsAVX512_rows
+
+q6_KRowsAVX512_rowsdone:
+	MOVQ codes+0(FP), BX
+	ADDQ tstride+96(FP), BX
+	MOVQ BX, codes+0(FP)
+	MOVQ scales+8(FP), BX
+	ADDQ tstride+96(FP), BX
+	MOVQ BX, scales+8(FP)
+	MOVQ dp+16(FP), BX
+	ADDQ tstride+96(FP), BX
+	MOVQ BX, dp+16(FP)
+	MOVQ nsb+64(FP), BX
+	MOVQ BX, SI
+	SHLQ $0x02, SI
+	MOVQ d+56(FP), DI
+	ADDQ SI, DI
+	MOVQ DI, d+56(FP)
+	SHLQ $0x08, BX
+	MOVQ a+48(FP), SI
+	ADDQ BX, SI
+	MOVQ SI, a+48(FP)
+	MOVQ $0x00000001, 48(SP)
+	DECQ tiles+88(FP)
+	JNZ  q6_KRowsAVX512_tile
+	VZEROUPPER
+	RET

@@ -72,13 +72,31 @@ var avx2Kernels = &kernels{
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
 }
 
+// avx512Kernels is the AVX-512 set (AVX512F, BW, VL and VNNI; generated
+// by _generate/avx512.go into kernels_amd64.s). It has its own rows
+// kernels (MatVec, decode) for Q4_0, Q8_0, Q4_K and Q6_K; every other
+// kernel (the Q5_0 and Q5_K rows kernels, all the token kernels, the
+// quantiser and permute64) is the AVX2 one, which every AVX-512 CPU runs.
+var avx512Kernels = &kernels{
+	name:     "avx512",
+	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX2, q8_0Rows: q8_0RowsAVX512,
+	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX2, q6_KRows: q6_KRowsAVX512,
+	q4_0Toks: q4_0ToksAVX2, q5_0Toks: q5_0ToksAVX2, q8_0Toks: q8_0ToksAVX2,
+	q4_KToks: q4_KToksAVX2, q5_KToks: q5_KToksAVX2, q6_KToks: q6_KToksAVX2,
+	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
+}
+
 // levels returns the kernel sets this CPU and build run, best first; the
 // scalar kernels ("go") are not among them, they always run.
 func levels() []*kernels {
-	if haveAVX2 {
-		return []*kernels{avx2Kernels}
+	var l []*kernels
+	if haveAVX512 {
+		l = append(l, avx512Kernels)
 	}
-	return nil
+	if haveAVX2 {
+		l = append(l, avx2Kernels)
+	}
+	return l
 }
 
 // active is the kernel set now in use; nil means the scalar kernels. A set
@@ -109,7 +127,7 @@ func SetSIMD(on bool) (was bool) {
 }
 
 // SIMD returns the instruction set of the quantised kernels now in use:
-// "avx2", or "go" for the portable scalar kernels (another architecture,
+// "avx512", "avx2", or "go" for the portable scalar kernels (another architecture,
 // the noasm build tag, a CPU without AVX2, F16C and FMA, or SetSIMD(false)).
 func SIMD() string {
 	if k := active.Load(); k != nil {

@@ -29,11 +29,11 @@ func TestKernelsStayInBlob(t *testing.T) {
 			guarded := mem[size-len(m.Blob) : size]
 			copy(guarded, m.Blob)
 			gm := &Matrix{G: g, Blob: guarded}
-			for _, on := range simdModes() {
+			for _, k := range levelModes() {
 				for _, b := range []int{1, 6} {
 					x := randomX(rng, b*g.K)
 					y := make([]float32, b*g.N)
-					withSIMD(on, func() { MatMat(gm, x, y, b, nil) })
+					withLevel(k, func() { MatMat(gm, x, y, b, nil) })
 				}
 			}
 			unix.Munmap(mem)

@@ -1,0 +1,562 @@
+package main
+
+// The AVX-512 kernels (AVX512F, BW, VL and VNNI: Zen 4 and 5, Intel from
+// Cascade Lake on). Same arguments, activation layouts and bits as the
+// AVX2 kernels of main.go: per block the same exact int32 sum, then the
+// same float32 operations in the same order. What changes is how the
+// integer sums are formed: VPDPBUSD (unsigned bytes times signed bytes,
+// summed by fours into dwords, without the int16 saturation of VPMADDUBSW)
+// replaces VPMADDUBSW+VPMADDWD+VPADDD, the weights are read 64 bytes (two
+// 32-blocks) per load, and the reduction of four rows' sums to one dword
+// per (row, block) takes fewer shuffles.
+//
+// VPDPBUSD multiplies unsigned by signed bytes. The nibble formats' codes
+// are unsigned already. For Q8_0 both sides are signed: the weights are
+// flipped to w+128 (XOR 0x80, an unsigned byte) and 128*sum(a) is taken
+// off again, exact in int32 (|sum| < 2^31 for any block).
+//
+// avo v0.5.0 has no AVX512_VNNI instructions; vpdpbusd emits VPDPBUSD
+// through avo's raw instruction form (the Go assembler encodes it).
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// avx512 writes the AVX-512 kernels.
+func avx512() {
+	constants512()
+	rowsQ8x512("q8_0RowsAVX512")
+	rowsQ4x512("q4_0RowsAVX512")
+	rowsQ4Kx512("q4_KRowsAVX512")
+	rowsQ6x512("q6_KRowsAVX512")
+}
+
+var (
+	c80x4  Mem // 4 x 0x80: VPBROADCASTD to 64 bytes of 0x80
+	c0Fx4  Mem // 4 x 0x0f
+	idxRed Mem // int32 [0 8 1 9 4 12 5 13] then 0s: see reducePairs
+	c20x4  Mem // 4 x 0x20
+	// Q4_K: lane L of scMaskZ[jj] makes int16 x8 of byte 4jj+L (the
+	// scale of sub-block 4jj+L) from the 16 scalemin bytes in every lane.
+	scMaskZ [2]Mem
+	// Q6_K: word i of wIdxZ[jj] is 4jj + i/8: VPERMW spreads scale 4jj+L
+	// of the 16 (as int16) over lane L.
+	wIdxZ [4]Mem
+)
+
+func constants512() {
+	i32 := func(v ...uint32) []byte {
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(x), byte(x>>8), byte(x>>16), byte(x>>24)
+		}
+		return b
+	}
+	c80x4 = table("c80x4", i32(0x80808080, 0))
+	c0Fx4 = table("c0Fx4", i32(0x0f0f0f0f, 0))
+	idxRed = table("idxRed", i32(0, 8, 1, 9, 4, 12, 5, 13, 0, 0, 0, 0, 0, 0, 0, 0))
+	c20x4 = table("c20x4", i32(0x20202020, 0))
+	for jj := range scMaskZ {
+		b := make([]byte, 64)
+		for i := 0; i < 32; i++ {
+			b[2*i], b[2*i+1] = byte(4*jj+i/8), 0x80
+		}
+		scMaskZ[jj] = table(fmt.Sprintf("scMaskZ%d", jj), b)
+	}
+	for jj := range wIdxZ {
+		b := make([]byte, 64)
+		for i := 0; i < 32; i++ {
+			b[2*i] = byte(4*jj + i/8)
+		}
+		wIdxZ[jj] = table(fmt.Sprintf("wIdxZ%d", jj), b)
+	}
+}
+
+// vnni emits the AVX512_VNNI instruction op s, u, acc.
+func vnni(op string, s Op, u, acc Register) {
+	Instruction(&ir.Instruction{
+		Opcode:   op,
+		Operands: []Op{s, u, acc},
+		Inputs:   []Op{s, u, acc},
+		Outputs:  []Op{acc},
+		ISA:      []string{"AVX512_VNNI"},
+	})
+}
+
+// vpdpbusd emits VPDPBUSD s, u, acc: each dword of acc gets the sum of the
+// four products of its unsigned bytes in u by its signed bytes in s added
+// (no saturation). s may be memory.
+func vpdpbusd(s Op, u, acc Register) { vnni("VPDPBUSD", s, u, acc) }
+
+// vpdpwssd emits VPDPWSSD s, u, acc: each dword of acc gets the sum of the
+// two products of its signed words in u and s added (no saturation).
+func vpdpwssd(s Op, u, acc Register) { vnni("VPDPWSSD", s, u, acc) }
+
+// reduce4z sums all sixteen dwords of each of v[0..3] (zmm) into the xmm
+// [sum v0, sum v1, sum v2, sum v3]. Exact (int32).
+func reduce4z(v [4]VecVirtual) VecVirtual {
+	var t [4]VecVirtual
+	for i := range t {
+		t[i] = ZMM()
+	}
+	VPUNPCKLDQ(v[1], v[0], t[0]) // [v0_0 v1_0 v0_1 v1_1] per lane
+	VPUNPCKHDQ(v[1], v[0], t[1]) // [v0_2 v1_2 v0_3 v1_3]
+	VPADDD(t[1], t[0], t[0])
+	VPUNPCKLDQ(v[3], v[2], t[2])
+	VPUNPCKHDQ(v[3], v[2], t[3])
+	VPADDD(t[3], t[2], t[2])
+	VPUNPCKHQDQ(t[2], t[0], t[1]) // [v0_13 v1_13 v2_13 v3_13]
+	VPUNPCKLQDQ(t[2], t[0], t[0]) // [v0_02 v1_02 v2_02 v3_02]
+	VPADDD(t[1], t[0], t[0])      // lane L: [v0.L v1.L v2.L v3.L]
+	h := YMM()
+	VEXTRACTI64X4(U8(1), t[0], h)
+	VPADDD(h, t[0].AsY(), h)
+	return fold(h)
+}
+
+// pairRows folds the int32 sums of two rows, v0 and v1, each
+// [A.lo A.hi B.lo B.hi] by 128-bit lane (four dwords of partial sums of
+// block A, then of block B), into [r0A r0B r1A r1B].
+func pairRows(v0, v1 VecVirtual) VecVirtual {
+	p, q := ZMM(), ZMM()
+	VSHUFI64X2(U8(0x88), v1, v0, p) // [v0.0 v0.2 v1.0 v1.2]
+	VSHUFI64X2(U8(0xdd), v1, v0, q) // [v0.1 v0.3 v1.1 v1.3]
+	VPADDD(q, p, p)
+	return p
+}
+
+// reducePairs sums the four dwords of each 128-bit lane of z01 = [r0A r0B
+// r1A r1B] and z23 = [r2A r2B r3A r3B] and returns them as the ymm [r0A
+// r1A r2A r3A | r0B r1B r2B r3B] (the low half of the zmm returned), the
+// layout of the AVX2 kernels' reduce4. Exact (int32). After the two
+// unpacks and the qword swap, lane L holds [sum z01.L, sum z23.L, same
+// again], so r0A is dword 0, r2A 1, r0B 4, r2B 5, r1A 8, r3A 9, r1B 12 and
+// r3B 13: the index idxRed.
+func reducePairs(z01, z23, idx VecVirtual) VecVirtual {
+	u, h := ZMM(), ZMM()
+	VPUNPCKLDQ(z23, z01, u) // [z01.0 z23.0 z01.1 z23.1]
+	VPUNPCKHDQ(z23, z01, h) // [z01.2 z23.2 z01.3 z23.3]
+	VPADDD(h, u, u)
+	VPSHUFD(U8(0x4e), u, h) // swap the qwords
+	VPADDD(h, u, u)
+	VPERMD(u, idx, u)
+	return u
+}
+
+// consts512 are the constants the AVX-512 rows kernels keep in registers.
+type consts512 struct {
+	idxRed, idx01, idxT VecVirtual
+}
+
+func loadConsts512() consts512 {
+	c := consts512{ZMM(), YMM(), YMM()}
+	VMOVDQU64(idxRed, c.idxRed)
+	VMOVDQU(idx01, c.idx01)
+	VMOVDQU(idxT, c.idxT)
+	return c
+}
+
+// finish4 is the float part of one pair of blocks for four rows, exactly
+// as in the AVX2 kernels: r [r0A..r3A | r0B..r3B] (int32, the bias already
+// taken off) to float32, times d_w*d_x (the rows' f16 scales at psc, rows
+// ss bytes apart; the token's two scales at dx), added to acc block A then
+// block B.
+func finish4(r VecVirtual, psc, ss Register, dx Mem, c consts512, acc VecVirtual) {
+	f := YMM()
+	VCVTDQ2PS(r.AsY(), f)
+	w := YMM()
+	VCVTPH2PS(gather4(psc, ss), w)
+	VPERMPS(w, c.idxT, w) // [dA r0..3 | dB r0..3]
+	v := XMM()
+	VMOVQ(dx, v)
+	x := YMM()
+	VPERMD(v.AsY(), c.idx01, x) // [dxA x4 | dxB x4]
+	VMULPS(x, w, w)             // d_w * d_x
+	VMULPS(w, f, f)             // float32(isum) * (d_w*d_x)
+	addTo(f, acc)
+}
+
+// rowsQ8x512 writes the Q8_0 rows kernel (the arguments of rowsQ8). Per
+// pair of blocks and row, one 64-byte load of the weights, flipped to
+// unsigned and multiplied by the token's 64 codes with one VPDPBUSD into
+// an accumulator that starts at -128*sum(a) per dword.
+func rowsQ8x512(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int)")
+	rowsDoc(name, "dotQ8_0(codes, scales of row i, tile t; the token's codes and scales of tile t)")
+	Pragma("noescape")
+	cs := Load(Param("cstride"), GP64())
+	ss := Load(Param("sstride"), GP64())
+	a := Load(Param("a"), GP64())
+	d := Load(Param("d"), GP64())
+	lim := Load(Param("np"), GP64())
+	SHLQ(U8(3), lim)
+	c := loadConsts512()
+	m80, zero := ZMM(), ZMM()
+	VPBROADCASTD(c80x4, m80)
+	VPXORD(zero, zero, zero)
+	tv := beginTiles(name, "codes", "scales")
+
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psc := tv.load("codes"), tv.load("scales")
+	x := GP64() // 8*pair
+	XORQ(x, x)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+
+	Label(name + "_pair")
+	tv.prefetch(256) // 4 rows x 64 bytes of codes per pair
+	za := ZMM()
+	VMOVDQU64(Mem{Base: a, Index: x, Scale: 8}, za)
+	corr := ZMM()
+	VPXORD(corr, corr, corr)
+	vpdpbusd(za, m80, corr) // 128*sum(a) per dword
+	t := GP64()
+	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+	var v [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		v[k] = ZMM()
+		VPSUBD(corr, zero, v[k]) // -128*sum(a)
+		w := ZMM()
+		VPXORD(rowMem(pc, cs, t, k, 0), m80, w) // w+128
+		vpdpbusd(za, w, v[k])
+	}
+	r := reducePairs(pairRows(v[0], v[1]), pairRows(v[2], v[3]), c.idxRed)
+	finish4(r, psc, ss, Mem{Base: d, Index: x, Scale: 1}, c, acc)
+	ADDQ(U8(64), pc)
+	ADDQ(U8(4), psc)
+	ADDQ(U8(8), x)
+	CMPQ(x, lim)
+	JL(LabelRef(name + "_pair"))
+	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss})
+
+	tv.endTiles(name, func() {
+		LEAQ(Mem{Base: a, Index: lim, Scale: 8}, a)
+		ADDQ(lim, d)
+	})
+}
+
+// rowsQ4x512 writes the Q4_0 rows kernel (the arguments of rowsQ4). Per
+// pair of blocks, two rows' 32 code bytes in one zmm [row k | row k+1],
+// split into low nibbles (even elements) and high (odd ones), multiplied
+// by the token's permuted codes (even elements of A and B, twice; odd
+// elements, twice) with two VPDPBUSD: dwords [r_k A, r_k B, r_k+1 A,
+// r_k+1 B] by 128-bit lane.
+func rowsQ4x512(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)")
+	rowsDoc(name, "dotQ4_0(codes, scales of row i, tile t; the token's codes, scales and sums of tile t)")
+	Pragma("noescape")
+	cs := Load(Param("cstride"), GP64())
+	ss := Load(Param("sstride"), GP64())
+	a := Load(Param("a"), GP64())
+	d := Load(Param("d"), GP64())
+	s := Load(Param("s"), GP64())
+	lim := Load(Param("np"), GP64())
+	SHLQ(U8(3), lim)
+	c := loadConsts512()
+	m0F := ZMM()
+	VPBROADCASTD(c0Fx4, m0F)
+	tv := beginTiles(name, "codes", "scales")
+
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psc := tv.load("codes"), tv.load("scales")
+	x := GP64() // 8*pair
+	XORQ(x, x)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+
+	Label(name + "_pair")
+	tv.prefetch(128) // 4 rows x 32 bytes of codes per pair
+	ae, ao := ZMM(), ZMM()
+	VBROADCASTI64X4(Mem{Base: a, Index: x, Scale: 8}, ae)          // even elements of A, B; twice
+	VBROADCASTI64X4(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, ao) // odd elements
+	t := GP64()
+	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+	var z [2]VecVirtual
+	for p := 0; p < 2; p++ {
+		cz := ZMM()
+		VMOVDQU(rowMem(pc, cs, t, 2*p, 0), cz.AsY())
+		VINSERTI64X4(U8(1), rowMem(pc, cs, t, 2*p+1, 0), cz, cz)
+		hi := ZMM()
+		VPSRLW(U8(4), cz, hi)
+		VPANDD(m0F, cz, cz)
+		VPANDD(m0F, hi, hi)
+		z[p] = ZMM()
+		VPXORD(z[p], z[p], z[p])
+		vpdpbusd(ae, cz, z[p])
+		vpdpbusd(ao, hi, z[p])
+	}
+	r := reducePairs(z[0], z[1], c.idxRed) // sum(q*a)
+	sv := XMM()
+	VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
+	sb := YMM()
+	VPERMD(sv.AsY(), c.idx01, sb)
+	VPSLLD(U8(3), sb, sb)
+	VPSUBD(sb, r.AsY(), r.AsY()) // - 8*sum(a)
+	finish4(r, psc, ss, Mem{Base: d, Index: x, Scale: 1}, c, acc)
+	ADDQ(U8(32), pc)
+	ADDQ(U8(4), psc)
+	ADDQ(U8(8), x)
+	CMPQ(x, lim)
+	JL(LabelRef(name + "_pair"))
+	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss})
+
+	tv.endTiles(name, func() {
+		LEAQ(Mem{Base: a, Index: lim, Scale: 8}, a) // 64 bytes per pair
+		ADDQ(lim, d)                                // 2 floats per pair
+		ADDQ(lim, s)
+	})
+}
+
+// rowsQ4Kx512 writes the Q4_K rows kernel (the arguments of rowsK). Per
+// super-block and row, the 128 code bytes in two zmm (sub-blocks 4jj..4jj+3
+// by 128-bit lane), their nibbles multiplied by the token's codes with
+// VPMADDUBSW (int16: at most 2*15*128 per product pair, twice), then by the
+// sub-block scales and summed into dwords with VPDPWSSD. The activations of
+// a zmm's four sub-blocks are two 32-byte halves of the permuted codes,
+// put together once per super-block for the four rows. The mins and the
+// float part are the AVX2 kernel's.
+func rowsQ4Kx512(name string) {
+	TEXT(name, NOSPLIT, "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)")
+	rowsDoc(name, "dotQ4_K(codes, sm, dm of row i, tile t; the token's codes, scales and bsums of tile t)")
+	Pragma("noescape")
+	cnt := AllocLocal(8)
+	cs := Load(Param("cstride"), GP64())
+	ms := Load(Param("mstride"), GP64())
+	ds := Load(Param("dstride"), GP64())
+	strides := map[string]Register{"codes": cs, "sm": ms, "dm": ds}
+	m0F := ZMM()
+	VPBROADCASTD(c0Fx4, m0F)
+	var scm [2]VecVirtual
+	for jj := range scm {
+		scm[jj] = ZMM()
+		VMOVDQU64(scMaskZ[jj], scm[jj])
+	}
+	mm, it := XMM(), YMM()
+	VMOVDQU(mMask, mm)
+	VMOVDQU(idxT, it)
+	tv := beginTiles(name, "codes", "sm", "dm")
+
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psm, pdm := tv.load("codes"), tv.load("sm"), tv.load("dm")
+	pa := Load(Param("a"), GP64())
+	pd := Load(Param("d"), GP64())
+	pbp := Load(Param("bp"), GP64())
+	n := Load(Param("nsb"), GP64())
+	MOVQ(n, cnt)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+
+	Label(name + "_sb")
+	tv.prefetch(512) // 4 rows x 128 bytes of codes per super-block
+	// ae[jj], ao[jj]: the even (odd) elements of sub-blocks 4jj..4jj+3.
+	var ae, ao [2]VecVirtual
+	for jj := 0; jj < 2; jj++ {
+		for h := 0; h < 2; h++ {
+			z := ZMM()
+			VMOVDQU(Mem{Base: pa, Disp: 128*jj + 32*h}, z.AsY())
+			VINSERTI64X4(U8(1), Mem{Base: pa, Disp: 128*jj + 64 + 32*h}, z, z)
+			if h == 0 {
+				ae[jj] = z
+			} else {
+				ao[jj] = z
+			}
+		}
+	}
+	t := GP64()
+	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+	tm := GP64()
+	LEAQ(Mem{Base: psm, Index: ms, Scale: 2}, tm)
+	var v [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		smv := ZMM()
+		VBROADCASTI32X4(rowMem(psm, ms, tm, k, 0), smv)
+		v[k] = ZMM()
+		for jj := 0; jj < 2; jj++ {
+			lo, hi := ZMM(), ZMM()
+			VMOVDQU64(rowMem(pc, cs, t, k, 64*jj), lo)
+			VPSRLW(U8(4), lo, hi)
+			VPANDD(m0F, lo, lo)
+			VPANDD(m0F, hi, hi)
+			VPMADDUBSW(ae[jj], lo, lo)
+			VPMADDUBSW(ao[jj], hi, hi)
+			VPADDW(hi, lo, lo)
+			sc := ZMM()
+			VPSHUFB(scm[jj], smv, sc)
+			if jj == 0 {
+				VPMADDWD(sc, lo, v[k]) // sc_j * sum(q*a) per dword
+			} else {
+				vpdpwssd(sc, lo, v[k])
+			}
+		}
+	}
+	si := reduce4z(v) // sumi of rows 0..3
+	var m [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		mv := XMM()
+		VMOVDQU(rowMem(psm, ms, tm, k, 0), mv)
+		VPSHUFB(mm, mv, mv) // the 8 mins as int16
+		m[k] = XMM()
+		VPMADDWD(Mem{Base: pbp}, mv, m[k])
+	}
+	sm := reduce4(m, false) // summ of rows 0..3
+	w := YMM()
+	VCVTPH2PS(gather4(pdm, ds), w)
+	VPERMPS(w, it, w) // [d r0..3 | dmin r0..3]
+	dx := YMM()
+	VBROADCASTSS(Mem{Base: pd}, dx)
+	VMULPS(dx, w, w)
+	fi, fm := XMM(), XMM()
+	VCVTDQ2PS(si, fi)
+	VCVTDQ2PS(sm, fm)
+	VMULPS(w.AsX(), fi, fi) // dd*float32(sumi)
+	dmn := XMM()
+	VEXTRACTF128(U8(1), w, dmn)
+	VMULPS(dmn, fm, fm) // dmin*float32(summ)
+	VSUBPS(fm, fi, fi)
+	VADDPS(fi, acc, acc)
+	ADDQ(U8(128), pc)
+	ADDQ(U8(16), psm)
+	ADDQ(U8(4), pdm)
+	ADDQ(U32(256), pa)
+	ADDQ(U8(4), pd)
+	ADDQ(U8(16), pbp)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_sb"))
+	tv.nextRows(name, acc, strides)
+
+	tv.endTiles(name, func() {
+		n := Load(Param("nsb"), GP64())
+		m := GP64()
+		MOVQ(n, m)
+		SHLQ(U8(2), m) // 4 bytes of d per super-block
+		r := Load(Param("d"), GP64())
+		ADDQ(m, r)
+		Store(r, Param("d"))
+		SHLQ(U8(2), m) // 16 bytes of bp
+		r = Load(Param("bp"), GP64())
+		ADDQ(m, r)
+		Store(r, Param("bp"))
+		SHLQ(U8(8), n) // 256 codes
+		r = Load(Param("a"), GP64())
+		ADDQ(n, r)
+		Store(r, Param("a"))
+	})
+}
+
+// rowsQ6x512 writes the Q6_K rows kernel (the arguments of rowsQ6). Per
+// super-block and row, the 256 codes (q-32, signed) in four zmm (groups of
+// 16 by 128-bit lane), made unsigned (q = w+32, 0..63) for VPMADDUBSW with
+// the token's codes; 32*(a_2i + a_2i+1), the same for every row, taken off
+// the int16 pair sums gives the pairs of w*a exactly (|.| <= 2*32*128),
+// which VPDPWSSD multiplies by the group scales (VPERMW spreads them) and
+// sums into dwords. The float part is the AVX2 kernel's.
+func rowsQ6x512(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int)")
+	rowsDoc(name, "dotQ6_K(codes, scales, dp of row i, tile t; the token's codes and scales of tile t)")
+	Pragma("noescape")
+	cnt := AllocLocal(8)
+	cs := Load(Param("cstride"), GP64())
+	ss := Load(Param("sstride"), GP64())
+	ds := Load(Param("dstride"), GP64())
+	m20 := ZMM()
+	VPBROADCASTD(c20x4, m20)
+	var wi [4]VecVirtual
+	for jj := range wi {
+		wi[jj] = ZMM()
+		VMOVDQU64(wIdxZ[jj], wi[jj])
+	}
+	tv := beginTiles(name, "codes", "scales", "dp")
+
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psc, pdp := tv.load("codes"), tv.load("scales"), tv.load("dp")
+	pa := Load(Param("a"), GP64())
+	pd := Load(Param("d"), GP64())
+	n := Load(Param("nsb"), GP64())
+	MOVQ(n, cnt)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+
+	Label(name + "_sb")
+	tv.prefetch(1024) // 4 rows x 256 bytes of codes per super-block
+	var p [4]VecVirtual // 32*(a_2i + a_2i+1) as int16
+	for jj := range p {
+		p[jj] = ZMM()
+		VPMADDUBSW(Mem{Base: pa, Disp: 64 * jj}, m20, p[jj])
+	}
+	t := GP64()
+	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+	ts := GP64()
+	LEAQ(Mem{Base: psc, Index: ss, Scale: 2}, ts)
+	var v [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		sv := ZMM()
+		VPMOVSXBW(rowMem(psc, ss, ts, k, 0), sv.AsY()) // the 16 scales as int16
+		v[k] = ZMM()
+		for jj := 0; jj < 4; jj++ {
+			u := ZMM()
+			VPADDB(rowMem(pc, cs, t, k, 64*jj), m20, u) // q = w+32
+			VPMADDUBSW(Mem{Base: pa, Disp: 64 * jj}, u, u)
+			VPSUBW(p[jj], u, u) // pairs of w*a
+			sc := ZMM()
+			VPERMW(sv, wi[jj], sc)
+			if jj == 0 {
+				VPMADDWD(sc, u, v[k])
+			} else {
+				vpdpwssd(sc, u, v[k])
+			}
+		}
+	}
+	si := reduce4z(v)
+	g := XMM()
+	VPXOR(g, g, g)
+	VPINSRW(U8(0), Mem{Base: pdp}, g, g)
+	VPINSRW(U8(1), Mem{Base: pdp, Index: ds, Scale: 1}, g, g)
+	VPINSRW(U8(2), Mem{Base: pdp, Index: ds, Scale: 2}, g, g)
+	t3 := GP64()
+	LEAQ(Mem{Base: pdp, Index: ds, Scale: 2}, t3)
+	VPINSRW(U8(3), Mem{Base: t3, Index: ds, Scale: 1}, g, g)
+	dw := XMM()
+	VCVTPH2PS(g, dw)
+	dx := XMM()
+	VBROADCASTSS(Mem{Base: pd}, dx)
+	VMULPS(dx, dw, dw)
+	f := XMM()
+	VCVTDQ2PS(si, f)
+	VMULPS(dw, f, f)
+	VADDPS(f, acc, acc)
+	ADDQ(U32(256), pc)
+	ADDQ(U8(16), psc)
+	ADDQ(U8(2), pdp)
+	ADDQ(U32(256), pa)
+	ADDQ(U8(4), pd)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_sb"))
+	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss, "dp": ds})
+
+	tv.endTiles(name, func() {
+		n := Load(Param("nsb"), GP64())
+		m := GP64()
+		MOVQ(n, m)
+		SHLQ(U8(2), m) // 4 bytes of d per super-block
+		r := Load(Param("d"), GP64())
+		ADDQ(m, r)
+		Store(r, Param("d"))
+		SHLQ(U8(8), n) // 256 codes per super-block
+		r = Load(Param("a"), GP64())
+		ADDQ(n, r)
+		Store(r, Param("a"))
+	})
+}
