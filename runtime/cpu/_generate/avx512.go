@@ -276,7 +276,7 @@ func rowsQ4x512(name string) {
 	Label(name + "_pair")
 	tv.prefetch(128) // 4 rows x 32 bytes of codes per pair
 	ae, ao := ZMM(), ZMM()
-	VBROADCASTI64X4(Mem{Base: a, Index: x, Scale: 8}, ae)          // even elements of A, B; twice
+	VBROADCASTI64X4(Mem{Base: a, Index: x, Scale: 8}, ae)           // even elements of A, B; twice
 	VBROADCASTI64X4(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, ao) // odd elements
 	t := GP64()
 	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
@@ -490,7 +490,7 @@ func rowsQ6x512(name string) {
 	VXORPS(acc, acc, acc)
 
 	Label(name + "_sb")
-	tv.prefetch(1024) // 4 rows x 256 bytes of codes per super-block
+	tv.prefetch(1024)   // 4 rows x 256 bytes of codes per super-block
 	var p [4]VecVirtual // 32*(a_2i + a_2i+1) as int16
 	for jj := range p {
 		p[jj] = ZMM()
