@@ -4808,6 +4808,46 @@ DATA scMaskZ1<>+48(SB)/8, $0x8007800780078007
 DATA scMaskZ1<>+56(SB)/8, $0x8007800780078007
 GLOBL scMaskZ1<>(SB), RODATA|NOPTR, $64
 
+DATA scMaskP0<>+0(SB)/8, $0x8000800080008000
+DATA scMaskP0<>+8(SB)/8, $0x8000800080008000
+DATA scMaskP0<>+16(SB)/8, $0x8001800180018001
+DATA scMaskP0<>+24(SB)/8, $0x8001800180018001
+DATA scMaskP0<>+32(SB)/8, $0x8000800080008000
+DATA scMaskP0<>+40(SB)/8, $0x8000800080008000
+DATA scMaskP0<>+48(SB)/8, $0x8001800180018001
+DATA scMaskP0<>+56(SB)/8, $0x8001800180018001
+GLOBL scMaskP0<>(SB), RODATA|NOPTR, $64
+
+DATA scMaskP1<>+0(SB)/8, $0x8002800280028002
+DATA scMaskP1<>+8(SB)/8, $0x8002800280028002
+DATA scMaskP1<>+16(SB)/8, $0x8003800380038003
+DATA scMaskP1<>+24(SB)/8, $0x8003800380038003
+DATA scMaskP1<>+32(SB)/8, $0x8002800280028002
+DATA scMaskP1<>+40(SB)/8, $0x8002800280028002
+DATA scMaskP1<>+48(SB)/8, $0x8003800380038003
+DATA scMaskP1<>+56(SB)/8, $0x8003800380038003
+GLOBL scMaskP1<>(SB), RODATA|NOPTR, $64
+
+DATA scMaskP2<>+0(SB)/8, $0x8004800480048004
+DATA scMaskP2<>+8(SB)/8, $0x8004800480048004
+DATA scMaskP2<>+16(SB)/8, $0x8005800580058005
+DATA scMaskP2<>+24(SB)/8, $0x8005800580058005
+DATA scMaskP2<>+32(SB)/8, $0x8004800480048004
+DATA scMaskP2<>+40(SB)/8, $0x8004800480048004
+DATA scMaskP2<>+48(SB)/8, $0x8005800580058005
+DATA scMaskP2<>+56(SB)/8, $0x8005800580058005
+GLOBL scMaskP2<>(SB), RODATA|NOPTR, $64
+
+DATA scMaskP3<>+0(SB)/8, $0x8006800680068006
+DATA scMaskP3<>+8(SB)/8, $0x8006800680068006
+DATA scMaskP3<>+16(SB)/8, $0x8007800780078007
+DATA scMaskP3<>+24(SB)/8, $0x8007800780078007
+DATA scMaskP3<>+32(SB)/8, $0x8006800680068006
+DATA scMaskP3<>+40(SB)/8, $0x8006800680068006
+DATA scMaskP3<>+48(SB)/8, $0x8007800780078007
+DATA scMaskP3<>+56(SB)/8, $0x8007800780078007
+GLOBL scMaskP3<>(SB), RODATA|NOPTR, $64
+
 DATA wIdxZ0<>+0(SB)/8, $0x0000000000000000
 DATA wIdxZ0<>+8(SB)/8, $0x0000000000000000
 DATA wIdxZ0<>+16(SB)/8, $0x0001000100010001
@@ -5351,15 +5391,15 @@ q4_KRowsAVX512_rowsdone:
 // func q6_KRowsAVX512(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, nsb int, y *float32, rows int, tiles int, tstride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C, MMX+
 TEXT ·q6_KRowsAVX512(SB), NOSPLIT, $64-104
-	MOVQ         cstride+24(FP), AX
-	MOVQ         sstride+32(FP), CX
-	MOVQ         dstride+40(FP), DX
-	VPBROADCASTD c20x4<>+0(SB), Z0
-	VMOVDQU64    wIdxZ0<>+0(SB), Z1
-	VMOVDQU64    wIdxZ1<>+0(SB), Z2
-	VMOVDQU64    wIdxZ2<>+0(SB), Z3
-	VMOVDQU64    wIdxZ3<>+0(SB), Z4
-	MOVQ         $0x00000000, 48(SP)
+	MOVQ      cstride+24(FP), AX
+	MOVQ      sstride+32(FP), CX
+	MOVQ      dstride+40(FP), DX
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 wIdxZ0<>+0(SB), Z1
+	VMOVDQU64 wIdxZ1<>+0(SB), Z2
+	VMOVDQU64 wIdxZ2<>+0(SB), Z3
+	VMOVDQU64 wIdxZ3<>+0(SB), Z4
+	MOVQ      $0x00000000, 48(SP)
 
 q6_KRowsAVX512_tile:
 	MOVQ codes+0(FP), BX
@@ -5408,96 +5448,144 @@ q6_KRowsAVX512_sb:
 	PREFETCHT0    960(R10)
 	ADDQ          $0x00000400, R10
 	MOVQ          R10, 56(SP)
-	VPMADDUBSW    (R8), Z0, Z6
-	VPMADDUBSW    64(R8), Z0, Z7
-	VPMADDUBSW    128(R8), Z0, Z8
-	VPMADDUBSW    192(R8), Z0, Z9
+	VMOVDQU64     (R8), Z6
+	VMOVDQU64     64(R8), Z7
+	VMOVDQU64     128(R8), Z8
+	VMOVDQU64     192(R8), Z9
 	LEAQ          (BX)(AX*2), R10
 	LEAQ          (SI)(CX*2), R11
 	VPMOVSXBW     (SI), Y10
-	VPADDB        (BX), Z0, Z11
-	VPMADDUBSW    (R8), Z11, Z11
-	VPSUBW        Z6, Z11, Z11
-	VPERMW        Z10, Z1, Z12
-	VPMADDWD      Z12, Z11, Z11
-	VPADDB        64(BX), Z0, Z12
-	VPMADDUBSW    64(R8), Z12, Z12
-	VPSUBW        Z7, Z12, Z12
-	VPERMW        Z10, Z2, Z13
-	VPDPWSSD      Z13, Z12, Z11
-	VPADDB        128(BX), Z0, Z12
-	VPMADDUBSW    128(R8), Z12, Z12
-	VPSUBW        Z8, Z12, Z12
-	VPERMW        Z10, Z3, Z13
-	VPDPWSSD      Z13, Z12, Z11
-	VPADDB        192(BX), Z0, Z12
-	VPMADDUBSW    192(R8), Z12, Z12
-	VPSUBW        Z9, Z12, Z12
-	VPERMW        Z10, Z4, Z13
-	VPDPWSSD      Z13, Z12, Z11
+	VMOVDQU64     (BX), Z11
+	VPMOVB2M      Z11, K1
+	VPABSB        Z11, Z11
+	VMOVDQA64     Z6, Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z11, Z12
+	VPERMW        Z10, Z1, Z11
+	VPMADDWD      Z11, Z12, Z11
+	VMOVDQU64     64(BX), Z12
+	VPMOVB2M      Z12, K1
+	VPABSB        Z12, Z12
+	VMOVDQA64     Z7, Z13
+	VPSUBB        Z13, Z0, K1, Z13
+	VPMADDUBSW    Z13, Z12, Z13
+	VPERMW        Z10, Z2, Z12
+	VPDPWSSD      Z12, Z13, Z11
+	VMOVDQU64     128(BX), Z12
+	VPMOVB2M      Z12, K1
+	VPABSB        Z12, Z12
+	VMOVDQA64     Z8, Z13
+	VPSUBB        Z13, Z0, K1, Z13
+	VPMADDUBSW    Z13, Z12, Z13
+	VPERMW        Z10, Z3, Z12
+	VPDPWSSD      Z12, Z13, Z11
+	VMOVDQU64     192(BX), Z12
+	VPMOVB2M      Z12, K1
+	VPABSB        Z12, Z12
+	VMOVDQA64     Z9, Z13
+	VPSUBB        Z13, Z0, K1, Z13
+	VPMADDUBSW    Z13, Z12, Z13
+	VPERMW        Z10, Z4, Z12
+	VPDPWSSD      Z12, Z13, Z11
 	VPMOVSXBW     (SI)(CX*1), Y10
-	VPADDB        (BX)(AX*1), Z0, Z12
-	VPMADDUBSW    (R8), Z12, Z12
-	VPSUBW        Z6, Z12, Z12
-	VPERMW        Z10, Z1, Z13
-	VPMADDWD      Z13, Z12, Z12
-	VPADDB        64(BX)(AX*1), Z0, Z13
-	VPMADDUBSW    64(R8), Z13, Z13
-	VPSUBW        Z7, Z13, Z13
-	VPERMW        Z10, Z2, Z14
-	VPDPWSSD      Z14, Z13, Z12
-	VPADDB        128(BX)(AX*1), Z0, Z13
-	VPMADDUBSW    128(R8), Z13, Z13
-	VPSUBW        Z8, Z13, Z13
-	VPERMW        Z10, Z3, Z14
-	VPDPWSSD      Z14, Z13, Z12
-	VPADDB        192(BX)(AX*1), Z0, Z13
-	VPMADDUBSW    192(R8), Z13, Z13
-	VPSUBW        Z9, Z13, Z13
-	VPERMW        Z10, Z4, Z14
-	VPDPWSSD      Z14, Z13, Z12
+	VMOVDQU64     (BX)(AX*1), Z12
+	VPMOVB2M      Z12, K1
+	VPABSB        Z12, Z12
+	VMOVDQA64     Z6, Z13
+	VPSUBB        Z13, Z0, K1, Z13
+	VPMADDUBSW    Z13, Z12, Z13
+	VPERMW        Z10, Z1, Z12
+	VPMADDWD      Z12, Z13, Z12
+	VMOVDQU64     64(BX)(AX*1), Z13
+	VPMOVB2M      Z13, K1
+	VPABSB        Z13, Z13
+	VMOVDQA64     Z7, Z14
+	VPSUBB        Z14, Z0, K1, Z14
+	VPMADDUBSW    Z14, Z13, Z14
+	VPERMW        Z10, Z2, Z13
+	VPDPWSSD      Z13, Z14, Z12
+	VMOVDQU64     128(BX)(AX*1), Z13
+	VPMOVB2M      Z13, K1
+	VPABSB        Z13, Z13
+	VMOVDQA64     Z8, Z14
+	VPSUBB        Z14, Z0, K1, Z14
+	VPMADDUBSW    Z14, Z13, Z14
+	VPERMW        Z10, Z3, Z13
+	VPDPWSSD      Z13, Z14, Z12
+	VMOVDQU64     192(BX)(AX*1), Z13
+	VPMOVB2M      Z13, K1
+	VPABSB        Z13, Z13
+	VMOVDQA64     Z9, Z14
+	VPSUBB        Z14, Z0, K1, Z14
+	VPMADDUBSW    Z14, Z13, Z14
+	VPERMW        Z10, Z4, Z13
+	VPDPWSSD      Z13, Z14, Z12
 	VPMOVSXBW     (SI)(CX*2), Y10
-	VPADDB        (BX)(AX*2), Z0, Z13
-	VPMADDUBSW    (R8), Z13, Z13
-	VPSUBW        Z6, Z13, Z13
-	VPERMW        Z10, Z1, Z14
-	VPMADDWD      Z14, Z13, Z13
-	VPADDB        64(BX)(AX*2), Z0, Z14
-	VPMADDUBSW    64(R8), Z14, Z14
-	VPSUBW        Z7, Z14, Z14
-	VPERMW        Z10, Z2, Z15
-	VPDPWSSD      Z15, Z14, Z13
-	VPADDB        128(BX)(AX*2), Z0, Z14
-	VPMADDUBSW    128(R8), Z14, Z14
-	VPSUBW        Z8, Z14, Z14
-	VPERMW        Z10, Z3, Z15
-	VPDPWSSD      Z15, Z14, Z13
-	VPADDB        192(BX)(AX*2), Z0, Z14
-	VPMADDUBSW    192(R8), Z14, Z14
-	VPSUBW        Z9, Z14, Z14
-	VPERMW        Z10, Z4, Z15
-	VPDPWSSD      Z15, Z14, Z13
+	VMOVDQU64     (BX)(AX*2), Z13
+	VPMOVB2M      Z13, K1
+	VPABSB        Z13, Z13
+	VMOVDQA64     Z6, Z14
+	VPSUBB        Z14, Z0, K1, Z14
+	VPMADDUBSW    Z14, Z13, Z14
+	VPERMW        Z10, Z1, Z13
+	VPMADDWD      Z13, Z14, Z13
+	VMOVDQU64     64(BX)(AX*2), Z14
+	VPMOVB2M      Z14, K1
+	VPABSB        Z14, Z14
+	VMOVDQA64     Z7, Z15
+	VPSUBB        Z15, Z0, K1, Z15
+	VPMADDUBSW    Z15, Z14, Z15
+	VPERMW        Z10, Z2, Z14
+	VPDPWSSD      Z14, Z15, Z13
+	VMOVDQU64     128(BX)(AX*2), Z14
+	VPMOVB2M      Z14, K1
+	VPABSB        Z14, Z14
+	VMOVDQA64     Z8, Z15
+	VPSUBB        Z15, Z0, K1, Z15
+	VPMADDUBSW    Z15, Z14, Z15
+	VPERMW        Z10, Z3, Z14
+	VPDPWSSD      Z14, Z15, Z13
+	VMOVDQU64     192(BX)(AX*2), Z14
+	VPMOVB2M      Z14, K1
+	VPABSB        Z14, Z14
+	VMOVDQA64     Z9, Z15
+	VPSUBB        Z15, Z0, K1, Z15
+	VPMADDUBSW    Z15, Z14, Z15
+	VPERMW        Z10, Z4, Z14
+	VPDPWSSD      Z14, Z15, Z13
 	VPMOVSXBW     (R11)(CX*1), Y10
-	VPADDB        (R10)(AX*1), Z0, Z14
-	VPMADDUBSW    (R8), Z14, Z14
-	VPSUBW        Z6, Z14, Z14
-	VPERMW        Z10, Z1, Z6
-	VPMADDWD      Z6, Z14, Z6
-	VPADDB        64(R10)(AX*1), Z0, Z14
-	VPMADDUBSW    64(R8), Z14, Z14
-	VPSUBW        Z7, Z14, Z14
-	VPERMW        Z10, Z2, Z7
-	VPDPWSSD      Z7, Z14, Z6
-	VPADDB        128(R10)(AX*1), Z0, Z7
-	VPMADDUBSW    128(R8), Z7, Z7
-	VPSUBW        Z8, Z7, Z7
-	VPERMW        Z10, Z3, Z8
-	VPDPWSSD      Z8, Z7, Z6
-	VPADDB        192(R10)(AX*1), Z0, Z7
-	VPMADDUBSW    192(R8), Z7, Z7
-	VPSUBW        Z9, Z7, Z7
-	VPERMW        Z10, Z4, Z8
-	VPDPWSSD      Z8, Z7, Z6
+	VMOVDQU64     (R10)(AX*1), Z14
+	VPMOVB2M      Z14, K1
+	VPABSB        Z14, Z14
+	VMOVDQA64     Z6, Z6
+	VPSUBB        Z6, Z0, K1, Z6
+	VPMADDUBSW    Z6, Z14, Z6
+	VPERMW        Z10, Z1, Z14
+	VPMADDWD      Z14, Z6, Z6
+	VMOVDQU64     64(R10)(AX*1), Z14
+	VPMOVB2M      Z14, K1
+	VPABSB        Z14, Z14
+	VMOVDQA64     Z7, Z7
+	VPSUBB        Z7, Z0, K1, Z7
+	VPMADDUBSW    Z7, Z14, Z7
+	VPERMW        Z10, Z2, Z14
+	VPDPWSSD      Z14, Z7, Z6
+	VMOVDQU64     128(R10)(AX*1), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VMOVDQA64     Z8, Z8
+	VPSUBB        Z8, Z0, K1, Z8
+	VPMADDUBSW    Z8, Z7, Z8
+	VPERMW        Z10, Z3, Z7
+	VPDPWSSD      Z7, Z8, Z6
+	VMOVDQU64     192(R10)(AX*1), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VMOVDQA64     Z9, Z8
+	VPSUBB        Z8, Z0, K1, Z8
+	VPMADDUBSW    Z8, Z7, Z8
+	VPERMW        Z10, Z4, Z7
+	VPDPWSSD      Z7, Z8, Z6
 	VPUNPCKLDQ    Z12, Z11, Z7
 	VPUNPCKHDQ    Z12, Z11, Z8
 	VPADDD        Z8, Z7, Z7
@@ -5574,5 +5662,1309 @@ q6_KRowsAVX512_rowsdone:
 	MOVQ $0x00000001, 48(SP)
 	DECQ tiles+88(FP)
 	JNZ  q6_KRowsAVX512_tile
+	VZEROUPPER
+	RET
+
+// func q8_0ToksAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int)
+// Requires: AVX, AVX2, AVX512F, AVX512_VNNI, F16C
+TEXT ·q8_0ToksAVX512(SB), NOSPLIT, $24-112
+	MOVQ         np+64(FP), AX
+	SHLQ         $0x02, AX
+	VMOVDQU64    idxRed<>+0(SB), Z0
+	VMOVDQU      idx01<>+0(SB), Y1
+	VPBROADCASTD c80x4<>+0(SB), Z2
+	VPXORD       Z3, Z3, Z3
+
+q8_0ToksAVX512_rows:
+	CMPQ rows+96(FP), $0x00
+	JE   q8_0ToksAVX512_done
+	MOVQ codes+0(FP), CX
+	MOVQ scales+8(FP), DX
+	MOVQ o+80(FP), BX
+	MOVQ a+32(FP), SI
+	MOVQ SI, 8(SP)
+	MOVQ d+40(FP), SI
+	MOVQ SI, 16(SP)
+	MOVQ groups+72(FP), SI
+	MOVQ SI, (SP)
+
+q8_0ToksAVX512_group:
+	CMPQ   (SP), $0x02
+	JL     q8_0ToksAVX512_one
+	MOVQ   8(SP), SI
+	MOVQ   16(SP), DI
+	MOVQ   CX, R8
+	MOVQ   ag+48(FP), R9
+	MOVQ   DI, R10
+	ADDQ   dg+56(FP), R10
+	XORQ   R11, R11
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+
+q8_0ToksAVX512_pair2:
+	VMOVDQU64    (R8), Z6
+	VPXORD       Z7, Z7, Z7
+	VPDPBUSD     Z6, Z2, Z7
+	VPXORD       (SI), Z2, Z8
+	VPSUBD       Z7, Z3, Z9
+	VPDPBUSD     Z6, Z8, Z9
+	VPXORD       64(SI), Z2, Z8
+	VPSUBD       Z7, Z3, Z12
+	VPDPBUSD     Z6, Z8, Z12
+	VPXORD       128(SI), Z2, Z8
+	VPSUBD       Z7, Z3, Z13
+	VPDPBUSD     Z6, Z8, Z13
+	VPXORD       192(SI), Z2, Z8
+	VPSUBD       Z7, Z3, Z14
+	VPDPBUSD     Z6, Z8, Z14
+	VSHUFI64X2   $0x88, Z12, Z9, Z8
+	VSHUFI64X2   $0xdd, Z12, Z9, Z9
+	VPADDD       Z9, Z8, Z8
+	VSHUFI64X2   $0x88, Z14, Z13, Z9
+	VSHUFI64X2   $0xdd, Z14, Z13, Z12
+	VPADDD       Z12, Z9, Z9
+	VPUNPCKLDQ   Z9, Z8, Z12
+	VPUNPCKHDQ   Z9, Z8, Z8
+	VPADDD       Z8, Z12, Z12
+	VPSHUFD      $0x4e, Z12, Z8
+	VPADDD       Z8, Z12, Z12
+	VPERMD       Z12, Z0, Z12
+	VPXORD       (SI)(R9*1), Z2, Z8
+	VPSUBD       Z7, Z3, Z9
+	VPDPBUSD     Z6, Z8, Z9
+	VPXORD       64(SI)(R9*1), Z2, Z8
+	VPSUBD       Z7, Z3, Z13
+	VPDPBUSD     Z6, Z8, Z13
+	VPXORD       128(SI)(R9*1), Z2, Z8
+	VPSUBD       Z7, Z3, Z14
+	VPDPBUSD     Z6, Z8, Z14
+	VPXORD       192(SI)(R9*1), Z2, Z8
+	VPSUBD       Z7, Z3, Z15
+	VPDPBUSD     Z6, Z8, Z15
+	VSHUFI64X2   $0x88, Z13, Z9, Z6
+	VSHUFI64X2   $0xdd, Z13, Z9, Z8
+	VPADDD       Z8, Z6, Z6
+	VSHUFI64X2   $0x88, Z15, Z14, Z8
+	VSHUFI64X2   $0xdd, Z15, Z14, Z9
+	VPADDD       Z9, Z8, Z8
+	VPUNPCKLDQ   Z8, Z6, Z9
+	VPUNPCKHDQ   Z8, Z6, Z6
+	VPADDD       Z6, Z9, Z9
+	VPSHUFD      $0x4e, Z9, Z6
+	VPADDD       Z6, Z9, Z9
+	VPERMD       Z9, Z0, Z9
+	VMOVD        (DX)(R11*1), X10
+	VCVTPH2PS    X10, X10
+	VPERMPS      Y10, Y1, Y6
+	VCVTDQ2PS    Y12, Y12
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       (DI)(R11*8), Y6, Y8
+	VMULPS       (R10)(R11*8), Y6, Y6
+	VMULPS       Y8, Y12, Y12
+	VMULPS       Y6, Y9, Y9
+	VADDPS       X12, X4, X4
+	VADDPS       X9, X5, X5
+	VEXTRACTF128 $0x01, Y12, X6
+	VEXTRACTF128 $0x01, Y9, X8
+	VADDPS       X6, X4, X4
+	VADDPS       X8, X5, X5
+	ADDQ         $0x00000100, SI
+	ADDQ         $0x40, R8
+	ADDQ         $0x04, R11
+	CMPQ         R11, AX
+	JL           q8_0ToksAVX512_pair2
+	CMPQ         add+104(FP), $0x00
+	JE           q8_0ToksAVX512_pair20_store
+	VADDPS       (BX), X4, X4
+
+q8_0ToksAVX512_pair20_store:
+	VMOVUPS X4, (BX)
+	ADDQ    $0x10, BX
+	CMPQ    add+104(FP), $0x00
+	JE      q8_0ToksAVX512_pair21_store
+	VADDPS  (BX), X5, X5
+
+q8_0ToksAVX512_pair21_store:
+	VMOVUPS X5, (BX)
+	ADDQ    $0x10, BX
+	MOVQ    8(SP), SI
+	ADDQ    ag+48(FP), SI
+	ADDQ    ag+48(FP), SI
+	MOVQ    SI, 8(SP)
+	MOVQ    16(SP), SI
+	ADDQ    dg+56(FP), SI
+	ADDQ    dg+56(FP), SI
+	MOVQ    SI, 16(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q8_0ToksAVX512_group
+
+q8_0ToksAVX512_one:
+	CMPQ   (SP), $0x01
+	JL     q8_0ToksAVX512_rowdone
+	MOVQ   8(SP), SI
+	MOVQ   16(SP), DI
+	XORQ   R8, R8
+	VXORPS X9, X9, X9
+
+q8_0ToksAVX512_pair1:
+	VMOVDQU64    (CX), Z5
+	VPXORD       Z11, Z11, Z11
+	VPDPBUSD     Z5, Z2, Z11
+	VPXORD       (SI), Z2, Z6
+	VPSUBD       Z11, Z3, Z8
+	VPDPBUSD     Z5, Z6, Z8
+	VPXORD       64(SI), Z2, Z6
+	VPSUBD       Z11, Z3, Z12
+	VPDPBUSD     Z5, Z6, Z12
+	VPXORD       128(SI), Z2, Z6
+	VPSUBD       Z11, Z3, Z13
+	VPDPBUSD     Z5, Z6, Z13
+	VPXORD       192(SI), Z2, Z6
+	VPSUBD       Z11, Z3, Z14
+	VPDPBUSD     Z5, Z6, Z14
+	VSHUFI64X2   $0x88, Z12, Z8, Z5
+	VSHUFI64X2   $0xdd, Z12, Z8, Z6
+	VPADDD       Z6, Z5, Z5
+	VSHUFI64X2   $0x88, Z14, Z13, Z6
+	VSHUFI64X2   $0xdd, Z14, Z13, Z8
+	VPADDD       Z8, Z6, Z6
+	VPUNPCKLDQ   Z6, Z5, Z8
+	VPUNPCKHDQ   Z6, Z5, Z5
+	VPADDD       Z5, Z8, Z8
+	VPSHUFD      $0x4e, Z8, Z5
+	VPADDD       Z5, Z8, Z8
+	VPERMD       Z8, Z0, Z8
+	VMOVD        (DX)(R8*1), X4
+	VCVTPH2PS    X4, X4
+	VPERMPS      Y4, Y1, Y5
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       (DI)(R8*8), Y5, Y5
+	VMULPS       Y5, Y8, Y8
+	VADDPS       X8, X9, X9
+	VEXTRACTF128 $0x01, Y8, X4
+	VADDPS       X4, X9, X9
+	ADDQ         $0x00000100, SI
+	ADDQ         $0x40, CX
+	ADDQ         $0x04, R8
+	CMPQ         R8, AX
+	JL           q8_0ToksAVX512_pair1
+	CMPQ         add+104(FP), $0x00
+	JE           q8_0ToksAVX512_pair10_store
+	VADDPS       (BX), X9, X9
+
+q8_0ToksAVX512_pair10_store:
+	VMOVUPS X9, (BX)
+	ADDQ    $0x10, BX
+	MOVQ    8(SP), CX
+	ADDQ    ag+48(FP), CX
+	MOVQ    CX, 8(SP)
+	MOVQ    16(SP), CX
+	ADDQ    dg+56(FP), CX
+	MOVQ    CX, 16(SP)
+	SUBQ    $0x01, (SP)
+
+q8_0ToksAVX512_rowdone:
+	MOVQ codes+0(FP), CX
+	ADDQ cstride+16(FP), CX
+	MOVQ CX, codes+0(FP)
+	MOVQ scales+8(FP), CX
+	ADDQ sstride+24(FP), CX
+	MOVQ CX, scales+8(FP)
+	MOVQ o+80(FP), CX
+	ADDQ ostride+88(FP), CX
+	MOVQ CX, o+80(FP)
+	DECQ rows+96(FP)
+	JMP  q8_0ToksAVX512_rows
+
+q8_0ToksAVX512_done:
+	VZEROUPPER
+	RET
+
+// func q4_0ToksAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512F, AVX512_VNNI, F16C
+TEXT ·q4_0ToksAVX512(SB), NOSPLIT, $56-136
+	VPBROADCASTD c0Fx4<>+0(SB), Z0
+	VMOVDQU      idx01<>+0(SB), Y1
+
+q4_0ToksAVX512_rows:
+	CMPQ rows+104(FP), $0x00
+	JE   q4_0ToksAVX512_done
+	MOVQ a+32(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ d+40(FP), AX
+	MOVQ AX, 40(SP)
+	MOVQ s+48(FP), AX
+	MOVQ AX, 48(SP)
+	MOVQ groups+80(FP), AX
+	MOVQ AX, (SP)
+	MOVQ o+88(FP), AX
+	MOVQ AX, 24(SP)
+
+q4_0ToksAVX512_group:
+	CMPQ (SP), $0x02
+	JL   q4_0ToksAVX512_one
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ ag+56(FP), BX
+	MOVQ dg+64(FP), SI
+	MOVQ codes+0(FP), DI
+	MOVQ scales+8(FP), R8
+	MOVQ tiles+120(FP), R9
+	MOVQ R9, 8(SP)
+	MOVQ add+112(FP), R9
+	MOVQ R9, 16(SP)
+
+q4_0ToksAVX512_pair2_tile:
+	XORQ   R9, R9
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+
+q4_0ToksAVX512_pair2:
+	VMOVDQU       (DI)(R9*8), Y4
+	VPSRLW        $0x04, Y4, Y5
+	VINSERTI64X4  $0x01, Y5, Z4, Z4
+	VPANDD        Z0, Z4, Z4
+	VPSHUFD       $0x39, Z4, Z5
+	VPSHUFD       $0x4e, Z4, Z10
+	VPSHUFD       $0x93, Z4, Z11
+	VPXORD        Z6, Z6, Z6
+	VPDPBUSD      (AX), Z4, Z6
+	VPDPBUSD      64(AX), Z5, Z6
+	VPDPBUSD      128(AX), Z10, Z6
+	VPDPBUSD      192(AX), Z11, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y12
+	VPADDD        Y12, Y6, Y12
+	VPXORD        Z7, Z7, Z7
+	VPDPBUSD      (AX)(BX*1), Z4, Z7
+	VPDPBUSD      64(AX)(BX*1), Z5, Z7
+	VPDPBUSD      128(AX)(BX*1), Z10, Z7
+	VPDPBUSD      192(AX)(BX*1), Z11, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y4
+	VPADDD        Y4, Y7, Y4
+	VMOVD         (R8)(R9*1), X8
+	VCVTPH2PS     X8, X8
+	VPERMPS       Y8, Y1, Y5
+	VPSUBD        (DX), Y12, Y12
+	VPSUBD        (DX)(SI*1), Y4, Y4
+	VCVTDQ2PS     Y12, Y12
+	VCVTDQ2PS     Y4, Y4
+	VMULPS        (CX), Y5, Y10
+	VMULPS        (CX)(SI*1), Y5, Y5
+	VMULPS        Y10, Y12, Y12
+	VMULPS        Y5, Y4, Y4
+	VADDPS        X12, X2, X2
+	VADDPS        X4, X3, X3
+	VEXTRACTF128  $0x01, Y12, X5
+	VEXTRACTF128  $0x01, Y4, X4
+	VADDPS        X5, X2, X2
+	VADDPS        X4, X3, X3
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x20, CX
+	ADDQ          $0x20, DX
+	ADDQ          $0x04, R9
+	MOVQ          np+72(FP), R10
+	SHLQ          $0x02, R10
+	CMPQ          R9, R10
+	JL            q4_0ToksAVX512_pair2
+	MOVQ          24(SP), R9
+	CMPQ          16(SP), $0x00
+	JE            q4_0ToksAVX512_pair20_store
+	VADDPS        (R9), X2, X2
+
+q4_0ToksAVX512_pair20_store:
+	VMOVUPS X2, (R9)
+	ADDQ    $0x10, R9
+	CMPQ    16(SP), $0x00
+	JE      q4_0ToksAVX512_pair21_store
+	VADDPS  (R9), X3, X3
+
+q4_0ToksAVX512_pair21_store:
+	VMOVUPS X3, (R9)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+128(FP), R9
+	ADDQ    R9, DI
+	ADDQ    R9, R8
+	DECQ    8(SP)
+	JNZ     q4_0ToksAVX512_pair2_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000020, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+56(FP), AX
+	ADDQ    ag+56(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+64(FP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+64(FP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 48(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q4_0ToksAVX512_group
+
+q4_0ToksAVX512_one:
+	CMPQ (SP), $0x01
+	JL   q4_0ToksAVX512_rowdone
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ codes+0(FP), BX
+	MOVQ scales+8(FP), SI
+	MOVQ tiles+120(FP), DI
+	MOVQ DI, 8(SP)
+	MOVQ add+112(FP), DI
+	MOVQ DI, 16(SP)
+
+q4_0ToksAVX512_pair1_tile:
+	XORQ   DI, DI
+	VXORPS X4, X4, X4
+
+q4_0ToksAVX512_pair1:
+	VMOVDQU       (BX)(DI*8), Y2
+	VPSRLW        $0x04, Y2, Y5
+	VINSERTI64X4  $0x01, Y5, Z2, Z2
+	VPANDD        Z0, Z2, Z2
+	VPSHUFD       $0x39, Z2, Z5
+	VPSHUFD       $0x4e, Z2, Z10
+	VPSHUFD       $0x93, Z2, Z11
+	VPXORD        Z9, Z9, Z9
+	VPDPBUSD      (AX), Z2, Z9
+	VPDPBUSD      64(AX), Z5, Z9
+	VPDPBUSD      128(AX), Z10, Z9
+	VPDPBUSD      192(AX), Z11, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y2
+	VPADDD        Y2, Y9, Y2
+	VMOVD         (SI)(DI*1), X3
+	VCVTPH2PS     X3, X3
+	VPERMPS       Y3, Y1, Y5
+	VPSUBD        (DX), Y2, Y2
+	VCVTDQ2PS     Y2, Y2
+	VMULPS        (CX), Y5, Y5
+	VMULPS        Y5, Y2, Y2
+	VADDPS        X2, X4, X4
+	VEXTRACTF128  $0x01, Y2, X2
+	VADDPS        X2, X4, X4
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x20, CX
+	ADDQ          $0x20, DX
+	ADDQ          $0x04, DI
+	MOVQ          np+72(FP), R8
+	SHLQ          $0x02, R8
+	CMPQ          DI, R8
+	JL            q4_0ToksAVX512_pair1
+	MOVQ          24(SP), DI
+	CMPQ          16(SP), $0x00
+	JE            q4_0ToksAVX512_pair10_store
+	VADDPS        (DI), X4, X4
+
+q4_0ToksAVX512_pair10_store:
+	VMOVUPS X4, (DI)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+128(FP), DI
+	ADDQ    DI, BX
+	ADDQ    DI, SI
+	DECQ    8(SP)
+	JNZ     q4_0ToksAVX512_pair1_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000010, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+56(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 48(SP)
+	SUBQ    $0x01, (SP)
+
+q4_0ToksAVX512_rowdone:
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+16(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ scales+8(FP), AX
+	ADDQ sstride+24(FP), AX
+	MOVQ AX, scales+8(FP)
+	MOVQ o+88(FP), AX
+	ADDQ ostride+96(FP), AX
+	MOVQ AX, o+88(FP)
+	DECQ rows+104(FP)
+	JMP  q4_0ToksAVX512_rows
+
+q4_0ToksAVX512_done:
+	VZEROUPPER
+	RET
+
+// func q4_KToksAVX512(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C
+TEXT ·q4_KToksAVX512(SB), NOSPLIT, $112-160
+	MOVQ         nsb+96(FP), AX
+	SHLQ         $0x07, AX
+	NEGQ         AX
+	ADDQ         tstride+152(FP), AX
+	MOVQ         AX, 32(SP)
+	MOVQ         nsb+96(FP), AX
+	SHLQ         $0x04, AX
+	NEGQ         AX
+	ADDQ         tstride+152(FP), AX
+	MOVQ         AX, 40(SP)
+	MOVQ         nsb+96(FP), AX
+	SHLQ         $0x02, AX
+	NEGQ         AX
+	ADDQ         tstride+152(FP), AX
+	MOVQ         AX, 48(SP)
+	VPBROADCASTD c0Fx4<>+0(SB), Z0
+	VMOVDQU64    scMaskP0<>+0(SB), Z1
+	VMOVDQU64    scMaskP1<>+0(SB), Z2
+	VMOVDQU64    scMaskP2<>+0(SB), Z3
+	VMOVDQU64    scMaskP3<>+0(SB), Z4
+	VMOVDQU      idx01<>+0(SB), Y5
+
+q4_KToksAVX512_rows:
+	CMPQ rows+128(FP), $0x00
+	JE   q4_KToksAVX512_done
+	MOVQ a+48(FP), AX
+	MOVQ AX, 56(SP)
+	MOVQ d+56(FP), AX
+	MOVQ AX, 64(SP)
+	MOVQ bp+64(FP), AX
+	MOVQ AX, 72(SP)
+	MOVQ groups+104(FP), AX
+	MOVQ AX, (SP)
+
+q4_KToksAVX512_group:
+	CMPQ (SP), $0x02
+	JL   q4_KToksAVX512_one
+	MOVQ codes+0(FP), AX
+	MOVQ sm+8(FP), CX
+	MOVQ dm+16(FP), DX
+	MOVQ 56(SP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ ag+72(FP), R8
+	MOVQ SI, R9
+	ADDQ dg+80(FP), R9
+	MOVQ DI, R10
+	ADDQ bg+88(FP), R10
+	MOVQ tiles+144(FP), R11
+	MOVQ R11, 16(SP)
+	MOVQ add+136(FP), R11
+	MOVQ R11, 24(SP)
+
+q4_KToksAVX512_sb2_tile:
+	MOVQ    nsb+96(FP), R11
+	MOVQ    R11, 8(SP)
+	VXORPS  X6, X6, X6
+	VMOVUPS X6, 80(SP)
+	VMOVUPS X6, 96(SP)
+
+q4_KToksAVX512_sb2:
+	VBROADCASTI32X4 (CX), Z6
+	VMOVDQU         (AX), Y7
+	VPSRLW          $0x04, Y7, Y8
+	VINSERTI64X4    $0x01, Y8, Z7, Z7
+	VPANDD          Z0, Z7, Z7
+	VPSHUFB         Z1, Z6, Z8
+	VPMADDUBSW      (BX), Z7, Z10
+	VPMADDWD        Z8, Z10, Z10
+	VPMADDUBSW      (BX)(R8*1), Z7, Z18
+	VPMADDWD        Z8, Z18, Z18
+	VPMADDUBSW      256(BX), Z7, Z19
+	VPMADDWD        Z8, Z19, Z19
+	VPMADDUBSW      256(BX)(R8*1), Z7, Z20
+	VPMADDWD        Z8, Z20, Z20
+	VPMADDUBSW      512(BX), Z7, Z21
+	VPMADDWD        Z8, Z21, Z21
+	VPMADDUBSW      512(BX)(R8*1), Z7, Z22
+	VPMADDWD        Z8, Z22, Z22
+	VPMADDUBSW      768(BX), Z7, Z23
+	VPMADDWD        Z8, Z23, Z23
+	VPMADDUBSW      768(BX)(R8*1), Z7, Z24
+	VPMADDWD        Z8, Z24, Z8
+	VMOVDQU         32(AX), Y11
+	VPSRLW          $0x04, Y11, Y7
+	VINSERTI64X4    $0x01, Y7, Z11, Z11
+	VPANDD          Z0, Z11, Z11
+	VPSHUFB         Z2, Z6, Z24
+	VPMADDUBSW      64(BX), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z10
+	VPMADDUBSW      64(BX)(R8*1), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z18
+	VPMADDUBSW      320(BX), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z19
+	VPMADDUBSW      320(BX)(R8*1), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z20
+	VPMADDUBSW      576(BX), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z21
+	VPMADDUBSW      576(BX)(R8*1), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z22
+	VPMADDUBSW      832(BX), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z23
+	VPMADDUBSW      832(BX)(R8*1), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z8
+	VMOVDQU         64(AX), Y12
+	VPSRLW          $0x04, Y12, Y7
+	VINSERTI64X4    $0x01, Y7, Z12, Z12
+	VPANDD          Z0, Z12, Z12
+	VPSHUFB         Z3, Z6, Z24
+	VPMADDUBSW      128(BX), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z10
+	VPMADDUBSW      128(BX)(R8*1), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z18
+	VPMADDUBSW      384(BX), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z19
+	VPMADDUBSW      384(BX)(R8*1), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z20
+	VPMADDUBSW      640(BX), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z21
+	VPMADDUBSW      640(BX)(R8*1), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z22
+	VPMADDUBSW      896(BX), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z23
+	VPMADDUBSW      896(BX)(R8*1), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z8
+	VMOVDQU         96(AX), Y13
+	VPSRLW          $0x04, Y13, Y7
+	VINSERTI64X4    $0x01, Y7, Z13, Z13
+	VPANDD          Z0, Z13, Z13
+	VPSHUFB         Z4, Z6, Z24
+	VPMADDUBSW      192(BX), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z10
+	VPMADDUBSW      192(BX)(R8*1), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z18
+	VPMADDUBSW      448(BX), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z19
+	VPMADDUBSW      448(BX)(R8*1), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z20
+	VPMADDUBSW      704(BX), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z21
+	VPMADDUBSW      704(BX)(R8*1), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z22
+	VPMADDUBSW      960(BX), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z23
+	VPMADDUBSW      960(BX)(R8*1), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z8
+	VPUNPCKLDQ      Z19, Z10, Z24
+	VPUNPCKHDQ      Z19, Z10, Z10
+	VPADDD          Z10, Z24, Z24
+	VPUNPCKLDQ      Z23, Z21, Z19
+	VPUNPCKHDQ      Z23, Z21, Z10
+	VPADDD          Z10, Z19, Z19
+	VPUNPCKHQDQ     Z19, Z24, Z10
+	VPUNPCKLQDQ     Z19, Z24, Z24
+	VPADDD          Z10, Z24, Z24
+	VEXTRACTI64X4   $0x01, Z24, Y10
+	VPADDD          Y10, Y24, Y10
+	VEXTRACTI128    $0x01, Y10, X7
+	VPADDD          X7, X10, X7
+	VPUNPCKLDQ      Z20, Z18, Z10
+	VPUNPCKHDQ      Z20, Z18, Z18
+	VPADDD          Z18, Z10, Z10
+	VPUNPCKLDQ      Z8, Z22, Z19
+	VPUNPCKHDQ      Z8, Z22, Z8
+	VPADDD          Z8, Z19, Z19
+	VPUNPCKHQDQ     Z19, Z10, Z18
+	VPUNPCKLQDQ     Z19, Z10, Z10
+	VPADDD          Z18, Z10, Z10
+	VEXTRACTI64X4   $0x01, Z10, Y8
+	VPADDD          Y8, Y10, Y8
+	VEXTRACTI128    $0x01, Y8, X10
+	VPADDD          X10, X8, X10
+	VPSHUFB         mMask<>+0(SB), X6, X8
+	VPMADDWD        (DI), X8, X9
+	VPMADDWD        16(DI), X8, X11
+	VPMADDWD        32(DI), X8, X12
+	VPMADDWD        48(DI), X8, X13
+	VPUNPCKLDQ      X11, X9, X6
+	VPUNPCKHDQ      X11, X9, X9
+	VPADDD          X9, X6, X6
+	VPUNPCKLDQ      X13, X12, X9
+	VPUNPCKHDQ      X13, X12, X11
+	VPADDD          X11, X9, X9
+	VPUNPCKHQDQ     X9, X6, X11
+	VPUNPCKLQDQ     X9, X6, X6
+	VPADDD          X11, X6, X6
+	VPMADDWD        (R10), X8, X9
+	VPMADDWD        16(R10), X8, X11
+	VPMADDWD        32(R10), X8, X12
+	VPMADDWD        48(R10), X8, X13
+	VPUNPCKLDQ      X11, X9, X8
+	VPUNPCKHDQ      X11, X9, X9
+	VPADDD          X9, X8, X8
+	VPUNPCKLDQ      X13, X12, X9
+	VPUNPCKHDQ      X13, X12, X11
+	VPADDD          X11, X9, X9
+	VPUNPCKHQDQ     X9, X8, X11
+	VPUNPCKLQDQ     X9, X8, X8
+	VPADDD          X11, X8, X8
+	VMOVD           (DX), X9
+	VCVTPH2PS       X9, X9
+	VPERMPS         Y9, Y5, Y11
+	VBROADCASTF128  (SI), Y12
+	VMULPS          Y11, Y12, Y12
+	VCVTDQ2PS       X7, X7
+	VCVTDQ2PS       X6, X6
+	VMULPS          X12, X7, X7
+	VEXTRACTF128    $0x01, Y12, X9
+	VMULPS          X9, X6, X6
+	VSUBPS          X6, X7, X7
+	VADDPS          80(SP), X7, X7
+	VMOVUPS         X7, 80(SP)
+	VBROADCASTF128  (R9), Y6
+	VMULPS          Y11, Y6, Y6
+	VCVTDQ2PS       X10, X7
+	VCVTDQ2PS       X8, X8
+	VMULPS          X6, X7, X7
+	VEXTRACTF128    $0x01, Y6, X6
+	VMULPS          X6, X8, X8
+	VSUBPS          X8, X7, X7
+	VADDPS          96(SP), X7, X7
+	VMOVUPS         X7, 96(SP)
+	ADDQ            $0x80, AX
+	ADDQ            $0x10, CX
+	ADDQ            $0x04, DX
+	ADDQ            $0x00000400, BX
+	ADDQ            $0x10, SI
+	ADDQ            $0x40, DI
+	ADDQ            $0x10, R9
+	ADDQ            $0x40, R10
+	DECQ            8(SP)
+	JNZ             q4_KToksAVX512_sb2
+	MOVQ            o+112(FP), R11
+	VMOVUPS         80(SP), X6
+	CMPQ            24(SP), $0x00
+	JE              q4_KToksAVX512_sb20_store
+	VADDPS          (R11), X6, X6
+
+q4_KToksAVX512_sb20_store:
+	VMOVUPS X6, (R11)
+	ADDQ    $0x10, R11
+	VMOVUPS 96(SP), X6
+	CMPQ    24(SP), $0x00
+	JE      q4_KToksAVX512_sb21_store
+	VADDPS  (R11), X6, X6
+
+q4_KToksAVX512_sb21_store:
+	VMOVUPS X6, (R11)
+	ADDQ    $0x10, R11
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	DECQ    16(SP)
+	JNZ     q4_KToksAVX512_sb2_tile
+	MOVQ    R11, o+112(FP)
+	MOVQ    56(SP), AX
+	ADDQ    ag+72(FP), AX
+	ADDQ    ag+72(FP), AX
+	MOVQ    AX, 56(SP)
+	MOVQ    64(SP), AX
+	ADDQ    dg+80(FP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
+	ADDQ    bg+88(FP), AX
+	ADDQ    bg+88(FP), AX
+	MOVQ    AX, 72(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q4_KToksAVX512_group
+
+q4_KToksAVX512_one:
+	CMPQ (SP), $0x01
+	JL   q4_KToksAVX512_rowdone
+	MOVQ codes+0(FP), AX
+	MOVQ sm+8(FP), CX
+	MOVQ dm+16(FP), DX
+	MOVQ 56(SP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ tiles+144(FP), R8
+	MOVQ R8, 16(SP)
+	MOVQ add+136(FP), R8
+	MOVQ R8, 24(SP)
+
+q4_KToksAVX512_sb1_tile:
+	MOVQ    nsb+96(FP), R8
+	MOVQ    R8, 8(SP)
+	VXORPS  X6, X6, X6
+	VMOVUPS X6, 80(SP)
+
+q4_KToksAVX512_sb1:
+	VBROADCASTI32X4 (CX), Z6
+	VMOVDQU         (AX), Y14
+	VPSRLW          $0x04, Y14, Y7
+	VINSERTI64X4    $0x01, Y7, Z14, Z14
+	VPANDD          Z0, Z14, Z14
+	VPSHUFB         Z1, Z6, Z8
+	VPMADDUBSW      (BX), Z14, Z10
+	VPMADDWD        Z8, Z10, Z10
+	VPMADDUBSW      256(BX), Z14, Z18
+	VPMADDWD        Z8, Z18, Z18
+	VPMADDUBSW      512(BX), Z14, Z19
+	VPMADDWD        Z8, Z19, Z19
+	VPMADDUBSW      768(BX), Z14, Z20
+	VPMADDWD        Z8, Z20, Z8
+	VMOVDQU         32(AX), Y15
+	VPSRLW          $0x04, Y15, Y7
+	VINSERTI64X4    $0x01, Y7, Z15, Z15
+	VPANDD          Z0, Z15, Z15
+	VPSHUFB         Z2, Z6, Z20
+	VPMADDUBSW      64(BX), Z15, Z21
+	VPDPWSSD        Z20, Z21, Z10
+	VPMADDUBSW      320(BX), Z15, Z21
+	VPDPWSSD        Z20, Z21, Z18
+	VPMADDUBSW      576(BX), Z15, Z21
+	VPDPWSSD        Z20, Z21, Z19
+	VPMADDUBSW      832(BX), Z15, Z21
+	VPDPWSSD        Z20, Z21, Z8
+	VMOVDQU         64(AX), Y16
+	VPSRLW          $0x04, Y16, Y7
+	VINSERTI64X4    $0x01, Y7, Z16, Z16
+	VPANDD          Z0, Z16, Z16
+	VPSHUFB         Z3, Z6, Z20
+	VPMADDUBSW      128(BX), Z16, Z21
+	VPDPWSSD        Z20, Z21, Z10
+	VPMADDUBSW      384(BX), Z16, Z21
+	VPDPWSSD        Z20, Z21, Z18
+	VPMADDUBSW      640(BX), Z16, Z21
+	VPDPWSSD        Z20, Z21, Z19
+	VPMADDUBSW      896(BX), Z16, Z21
+	VPDPWSSD        Z20, Z21, Z8
+	VMOVDQU         96(AX), Y17
+	VPSRLW          $0x04, Y17, Y7
+	VINSERTI64X4    $0x01, Y7, Z17, Z17
+	VPANDD          Z0, Z17, Z17
+	VPSHUFB         Z4, Z6, Z20
+	VPMADDUBSW      192(BX), Z17, Z21
+	VPDPWSSD        Z20, Z21, Z10
+	VPMADDUBSW      448(BX), Z17, Z21
+	VPDPWSSD        Z20, Z21, Z18
+	VPMADDUBSW      704(BX), Z17, Z21
+	VPDPWSSD        Z20, Z21, Z19
+	VPMADDUBSW      960(BX), Z17, Z21
+	VPDPWSSD        Z20, Z21, Z8
+	VPUNPCKLDQ      Z18, Z10, Z20
+	VPUNPCKHDQ      Z18, Z10, Z10
+	VPADDD          Z10, Z20, Z20
+	VPUNPCKLDQ      Z8, Z19, Z18
+	VPUNPCKHDQ      Z8, Z19, Z8
+	VPADDD          Z8, Z18, Z18
+	VPUNPCKHQDQ     Z18, Z20, Z10
+	VPUNPCKLQDQ     Z18, Z20, Z20
+	VPADDD          Z10, Z20, Z20
+	VEXTRACTI64X4   $0x01, Z20, Y7
+	VPADDD          Y7, Y20, Y7
+	VEXTRACTI128    $0x01, Y7, X8
+	VPADDD          X8, X7, X8
+	VPSHUFB         mMask<>+0(SB), X6, X6
+	VPMADDWD        (DI), X6, X7
+	VPMADDWD        16(DI), X6, X9
+	VPMADDWD        32(DI), X6, X10
+	VPMADDWD        48(DI), X6, X11
+	VPUNPCKLDQ      X9, X7, X6
+	VPUNPCKHDQ      X9, X7, X7
+	VPADDD          X7, X6, X6
+	VPUNPCKLDQ      X11, X10, X7
+	VPUNPCKHDQ      X11, X10, X9
+	VPADDD          X9, X7, X7
+	VPUNPCKHQDQ     X7, X6, X9
+	VPUNPCKLQDQ     X7, X6, X6
+	VPADDD          X9, X6, X6
+	VMOVD           (DX), X9
+	VCVTPH2PS       X9, X9
+	VPERMPS         Y9, Y5, Y7
+	VBROADCASTF128  (SI), Y10
+	VMULPS          Y7, Y10, Y10
+	VCVTDQ2PS       X8, X7
+	VCVTDQ2PS       X6, X6
+	VMULPS          X10, X7, X7
+	VEXTRACTF128    $0x01, Y10, X8
+	VMULPS          X8, X6, X6
+	VSUBPS          X6, X7, X7
+	VADDPS          80(SP), X7, X7
+	VMOVUPS         X7, 80(SP)
+	ADDQ            $0x80, AX
+	ADDQ            $0x10, CX
+	ADDQ            $0x04, DX
+	ADDQ            $0x00000400, BX
+	ADDQ            $0x10, SI
+	ADDQ            $0x40, DI
+	DECQ            8(SP)
+	JNZ             q4_KToksAVX512_sb1
+	MOVQ            o+112(FP), R8
+	VMOVUPS         80(SP), X6
+	CMPQ            24(SP), $0x00
+	JE              q4_KToksAVX512_sb10_store
+	VADDPS          (R8), X6, X6
+
+q4_KToksAVX512_sb10_store:
+	VMOVUPS X6, (R8)
+	ADDQ    $0x10, R8
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	DECQ    16(SP)
+	JNZ     q4_KToksAVX512_sb1_tile
+	MOVQ    R8, o+112(FP)
+	MOVQ    56(SP), AX
+	ADDQ    ag+72(FP), AX
+	MOVQ    AX, 56(SP)
+	MOVQ    64(SP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
+	ADDQ    bg+88(FP), AX
+	MOVQ    AX, 72(SP)
+	SUBQ    $0x01, (SP)
+
+q4_KToksAVX512_rowdone:
+	MOVQ o+112(FP), AX
+	MOVQ groups+104(FP), CX
+	SHLQ $0x04, CX
+	SUBQ CX, AX
+	ADDQ ostride+120(FP), AX
+	MOVQ AX, o+112(FP)
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+24(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ sm+8(FP), AX
+	ADDQ mstride+32(FP), AX
+	MOVQ AX, sm+8(FP)
+	MOVQ dm+16(FP), AX
+	ADDQ dstride+40(FP), AX
+	MOVQ AX, dm+16(FP)
+	DECQ rows+128(FP)
+	JMP  q4_KToksAVX512_rows
+
+q4_KToksAVX512_done:
+	VZEROUPPER
+	RET
+
+// func q6_KToksAVX512(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, ag int, dg int, nsb int, groups int, o *float32, ostride int, rows int, add int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C
+TEXT ·q6_KToksAVX512(SB), NOSPLIT, $64-128
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 wIdxZ0<>+0(SB), Z1
+	VMOVDQU64 wIdxZ1<>+0(SB), Z2
+	VMOVDQU64 wIdxZ2<>+0(SB), Z3
+	VMOVDQU64 wIdxZ3<>+0(SB), Z4
+
+q6_KToksAVX512_rows:
+	CMPQ rows+112(FP), $0x00
+	JE   q6_KToksAVX512_done
+	MOVQ a+48(FP), AX
+	MOVQ AX, 16(SP)
+	MOVQ d+56(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ groups+88(FP), AX
+	MOVQ AX, (SP)
+
+q6_KToksAVX512_group:
+	CMPQ    (SP), $0x02
+	JL      q6_KToksAVX512_one
+	MOVQ    codes+0(FP), AX
+	MOVQ    scales+8(FP), CX
+	MOVQ    dp+16(FP), DX
+	MOVQ    16(SP), BX
+	MOVQ    24(SP), SI
+	MOVQ    ag+64(FP), DI
+	MOVQ    SI, R8
+	ADDQ    dg+72(FP), R8
+	MOVQ    nsb+80(FP), R9
+	MOVQ    R9, 8(SP)
+	VXORPS  X5, X5, X5
+	VMOVUPS X5, 32(SP)
+	VMOVUPS X5, 48(SP)
+
+q6_KToksAVX512_sb2:
+	VPMOVSXBW     (CX), Y5
+	VMOVDQU64     (AX), Z6
+	VPMOVB2M      Z6, K1
+	VPABSB        Z6, Z6
+	VPERMW        Z5, Z1, Z7
+	VMOVDQU64     (BX), Z8
+	VPSUBB        Z8, Z0, K1, Z8
+	VPMADDUBSW    Z8, Z6, Z8
+	VPMADDWD      Z7, Z8, Z8
+	VMOVDQU64     (BX)(DI*1), Z9
+	VPSUBB        Z9, Z0, K1, Z9
+	VPMADDUBSW    Z9, Z6, Z9
+	VPMADDWD      Z7, Z9, Z9
+	VMOVDQU64     256(BX), Z10
+	VPSUBB        Z10, Z0, K1, Z10
+	VPMADDUBSW    Z10, Z6, Z10
+	VPMADDWD      Z7, Z10, Z10
+	VMOVDQU64     256(BX)(DI*1), Z11
+	VPSUBB        Z11, Z0, K1, Z11
+	VPMADDUBSW    Z11, Z6, Z11
+	VPMADDWD      Z7, Z11, Z11
+	VMOVDQU64     512(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z6, Z12
+	VPMADDWD      Z7, Z12, Z12
+	VMOVDQU64     512(BX)(DI*1), Z13
+	VPSUBB        Z13, Z0, K1, Z13
+	VPMADDUBSW    Z13, Z6, Z13
+	VPMADDWD      Z7, Z13, Z13
+	VMOVDQU64     768(BX), Z14
+	VPSUBB        Z14, Z0, K1, Z14
+	VPMADDUBSW    Z14, Z6, Z14
+	VPMADDWD      Z7, Z14, Z14
+	VMOVDQU64     768(BX)(DI*1), Z15
+	VPSUBB        Z15, Z0, K1, Z15
+	VPMADDUBSW    Z15, Z6, Z15
+	VPMADDWD      Z7, Z15, Z6
+	VMOVDQU64     64(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z2, Z15
+	VMOVDQU64     64(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z8
+	VMOVDQU64     64(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z9
+	VMOVDQU64     320(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z10
+	VMOVDQU64     320(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z11
+	VMOVDQU64     576(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z12
+	VMOVDQU64     576(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z13
+	VMOVDQU64     832(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z14
+	VMOVDQU64     832(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z6
+	VMOVDQU64     128(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z3, Z15
+	VMOVDQU64     128(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z8
+	VMOVDQU64     128(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z9
+	VMOVDQU64     384(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z10
+	VMOVDQU64     384(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z11
+	VMOVDQU64     640(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z12
+	VMOVDQU64     640(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z13
+	VMOVDQU64     896(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z14
+	VMOVDQU64     896(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z6
+	VMOVDQU64     192(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z4, Z15
+	VMOVDQU64     192(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z8
+	VMOVDQU64     192(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z9
+	VMOVDQU64     448(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z10
+	VMOVDQU64     448(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z11
+	VMOVDQU64     704(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z12
+	VMOVDQU64     704(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z13
+	VMOVDQU64     960(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z14
+	VMOVDQU64     960(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z6
+	VPUNPCKLDQ    Z10, Z8, Z7
+	VPUNPCKHDQ    Z10, Z8, Z8
+	VPADDD        Z8, Z7, Z7
+	VPUNPCKLDQ    Z14, Z12, Z10
+	VPUNPCKHDQ    Z14, Z12, Z8
+	VPADDD        Z8, Z10, Z10
+	VPUNPCKHQDQ   Z10, Z7, Z8
+	VPUNPCKLQDQ   Z10, Z7, Z7
+	VPADDD        Z8, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y5
+	VPADDD        Y5, Y7, Y5
+	VEXTRACTI128  $0x01, Y5, X7
+	VPADDD        X7, X5, X7
+	VPUNPCKLDQ    Z11, Z9, Z8
+	VPUNPCKHDQ    Z11, Z9, Z9
+	VPADDD        Z9, Z8, Z8
+	VPUNPCKLDQ    Z6, Z13, Z10
+	VPUNPCKHDQ    Z6, Z13, Z6
+	VPADDD        Z6, Z10, Z10
+	VPUNPCKHQDQ   Z10, Z8, Z9
+	VPUNPCKLQDQ   Z10, Z8, Z8
+	VPADDD        Z9, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y5
+	VPADDD        Y5, Y8, Y5
+	VEXTRACTI128  $0x01, Y5, X6
+	VPADDD        X6, X5, X6
+	MOVWLZX       (DX), R9
+	VMOVD         R9, X5
+	VCVTPH2PS     X5, X5
+	VBROADCASTSS  X5, X5
+	VCVTDQ2PS     X7, X7
+	VMULPS        (SI), X5, X8
+	VMULPS        X8, X7, X7
+	VADDPS        32(SP), X7, X7
+	VMOVUPS       X7, 32(SP)
+	VCVTDQ2PS     X6, X6
+	VMULPS        (R8), X5, X5
+	VMULPS        X5, X6, X6
+	VADDPS        48(SP), X6, X6
+	VMOVUPS       X6, 48(SP)
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x10, CX
+	ADDQ          $0x02, DX
+	ADDQ          $0x00000400, BX
+	ADDQ          $0x10, SI
+	ADDQ          $0x10, R8
+	DECQ          8(SP)
+	JNZ           q6_KToksAVX512_sb2
+	MOVQ          o+96(FP), AX
+	VMOVUPS       32(SP), X5
+	CMPQ          add+120(FP), $0x00
+	JE            q6_KToksAVX512_sb20_store
+	VADDPS        (AX), X5, X5
+
+q6_KToksAVX512_sb20_store:
+	VMOVUPS X5, (AX)
+	ADDQ    $0x10, AX
+	VMOVUPS 48(SP), X5
+	CMPQ    add+120(FP), $0x00
+	JE      q6_KToksAVX512_sb21_store
+	VADDPS  (AX), X5, X5
+
+q6_KToksAVX512_sb21_store:
+	VMOVUPS X5, (AX)
+	ADDQ    $0x10, AX
+	MOVQ    AX, o+96(FP)
+	MOVQ    16(SP), AX
+	ADDQ    ag+64(FP), AX
+	ADDQ    ag+64(FP), AX
+	MOVQ    AX, 16(SP)
+	MOVQ    24(SP), AX
+	ADDQ    dg+72(FP), AX
+	ADDQ    dg+72(FP), AX
+	MOVQ    AX, 24(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q6_KToksAVX512_group
+
+q6_KToksAVX512_one:
+	CMPQ    (SP), $0x01
+	JL      q6_KToksAVX512_rowdone
+	MOVQ    codes+0(FP), AX
+	MOVQ    scales+8(FP), CX
+	MOVQ    dp+16(FP), DX
+	MOVQ    16(SP), BX
+	MOVQ    24(SP), SI
+	MOVQ    nsb+80(FP), DI
+	MOVQ    DI, 8(SP)
+	VXORPS  X5, X5, X5
+	VMOVUPS X5, 32(SP)
+
+q6_KToksAVX512_sb1:
+	VPMOVSXBW     (CX), Y5
+	VMOVDQU64     (AX), Z6
+	VPMOVB2M      Z6, K1
+	VPABSB        Z6, Z6
+	VPERMW        Z5, Z1, Z7
+	VMOVDQU64     (BX), Z8
+	VPSUBB        Z8, Z0, K1, Z8
+	VPMADDUBSW    Z8, Z6, Z8
+	VPMADDWD      Z7, Z8, Z8
+	VMOVDQU64     256(BX), Z9
+	VPSUBB        Z9, Z0, K1, Z9
+	VPMADDUBSW    Z9, Z6, Z9
+	VPMADDWD      Z7, Z9, Z9
+	VMOVDQU64     512(BX), Z10
+	VPSUBB        Z10, Z0, K1, Z10
+	VPMADDUBSW    Z10, Z6, Z10
+	VPMADDWD      Z7, Z10, Z10
+	VMOVDQU64     768(BX), Z11
+	VPSUBB        Z11, Z0, K1, Z11
+	VPMADDUBSW    Z11, Z6, Z11
+	VPMADDWD      Z7, Z11, Z6
+	VMOVDQU64     64(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z2, Z11
+	VMOVDQU64     64(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z8
+	VMOVDQU64     320(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z9
+	VMOVDQU64     576(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z10
+	VMOVDQU64     832(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z6
+	VMOVDQU64     128(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z3, Z11
+	VMOVDQU64     128(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z8
+	VMOVDQU64     384(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z9
+	VMOVDQU64     640(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z10
+	VMOVDQU64     896(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z6
+	VMOVDQU64     192(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z4, Z11
+	VMOVDQU64     192(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z8
+	VMOVDQU64     448(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z9
+	VMOVDQU64     704(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z10
+	VMOVDQU64     960(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z6
+	VPUNPCKLDQ    Z9, Z8, Z7
+	VPUNPCKHDQ    Z9, Z8, Z8
+	VPADDD        Z8, Z7, Z7
+	VPUNPCKLDQ    Z6, Z10, Z9
+	VPUNPCKHDQ    Z6, Z10, Z6
+	VPADDD        Z6, Z9, Z9
+	VPUNPCKHQDQ   Z9, Z7, Z8
+	VPUNPCKLQDQ   Z9, Z7, Z7
+	VPADDD        Z8, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y5
+	VPADDD        Y5, Y7, Y5
+	VEXTRACTI128  $0x01, Y5, X6
+	VPADDD        X6, X5, X6
+	MOVWLZX       (DX), DI
+	VMOVD         DI, X5
+	VCVTPH2PS     X5, X5
+	VBROADCASTSS  X5, X5
+	VCVTDQ2PS     X6, X6
+	VMULPS        (SI), X5, X5
+	VMULPS        X5, X6, X6
+	VADDPS        32(SP), X6, X6
+	VMOVUPS       X6, 32(SP)
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x10, CX
+	ADDQ          $0x02, DX
+	ADDQ          $0x00000400, BX
+	ADDQ          $0x10, SI
+	DECQ          8(SP)
+	JNZ           q6_KToksAVX512_sb1
+	MOVQ          o+96(FP), AX
+	VMOVUPS       32(SP), X5
+	CMPQ          add+120(FP), $0x00
+	JE            q6_KToksAVX512_sb10_store
+	VADDPS        (AX), X5, X5
+
+q6_KToksAVX512_sb10_store:
+	VMOVUPS X5, (AX)
+	ADDQ    $0x10, AX
+	MOVQ    AX, o+96(FP)
+	MOVQ    16(SP), AX
+	ADDQ    ag+64(FP), AX
+	MOVQ    AX, 16(SP)
+	MOVQ    24(SP), AX
+	ADDQ    dg+72(FP), AX
+	MOVQ    AX, 24(SP)
+	SUBQ    $0x01, (SP)
+
+q6_KToksAVX512_rowdone:
+	MOVQ o+96(FP), AX
+	MOVQ groups+88(FP), CX
+	SHLQ $0x04, CX
+	SUBQ CX, AX
+	ADDQ ostride+104(FP), AX
+	MOVQ AX, o+96(FP)
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+24(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ scales+8(FP), AX
+	ADDQ sstride+32(FP), AX
+	MOVQ AX, scales+8(FP)
+	MOVQ dp+16(FP), AX
+	ADDQ dstride+40(FP), AX
+	MOVQ AX, dp+16(FP)
+	DECQ rows+112(FP)
+	JMP  q6_KToksAVX512_rows
+
+q6_KToksAVX512_done:
 	VZEROUPPER
 	RET

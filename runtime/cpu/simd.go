@@ -74,15 +74,15 @@ var avx2Kernels = &kernels{
 
 // avx512Kernels is the AVX-512 set (AVX512F, BW, VL and VNNI; generated
 // by _generate/avx512.go into kernels_amd64.s). It has its own rows
-// kernels (MatVec, decode) for Q4_0, Q8_0, Q4_K and Q6_K; every other
-// kernel (the Q5_0 and Q5_K rows kernels, all the token kernels, the
-// quantiser and permute64) is the AVX2 one, which every AVX-512 CPU runs.
+// kernels (MatVec, decode) and token kernels (MatMat, prefill) for Q4_0,
+// Q8_0, Q4_K and Q6_K; the Q5_0 and Q5_K kernels, the quantiser and
+// permute64 are the AVX2 ones, which every AVX-512 CPU runs.
 var avx512Kernels = &kernels{
 	name:     "avx512",
 	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX2, q8_0Rows: q8_0RowsAVX512,
 	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX2, q6_KRows: q6_KRowsAVX512,
-	q4_0Toks: q4_0ToksAVX2, q5_0Toks: q5_0ToksAVX2, q8_0Toks: q8_0ToksAVX2,
-	q4_KToks: q4_KToksAVX2, q5_KToks: q5_KToksAVX2, q6_KToks: q6_KToksAVX2,
+	q4_0Toks: q4_0ToksAVX512, q5_0Toks: q5_0ToksAVX2, q8_0Toks: q8_0ToksAVX512,
+	q4_KToks: q4_KToksAVX512, q5_KToks: q5_KToksAVX2, q6_KToks: q6_KToksAVX512,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
 }
 

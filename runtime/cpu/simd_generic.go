@@ -79,3 +79,19 @@ func q4_KRowsAVX512(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8,
 func q6_KRowsAVX512(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int) {
 	noAsm()
 }
+
+func q4_0ToksAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
+	noAsm()
+}
+
+func q8_0ToksAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *float32, ag, dg, np, groups int, o *float32, ostride, rows, add int) {
+	noAsm()
+}
+
+func q4_KToksAVX512(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
+	noAsm()
+}
+
+func q6_KToksAVX512(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int) {
+	noAsm()
+}

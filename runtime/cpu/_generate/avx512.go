@@ -34,6 +34,10 @@ func avx512() {
 	rowsQ4x512("q4_0RowsAVX512")
 	rowsQ4Kx512("q4_KRowsAVX512")
 	rowsQ6x512("q6_KRowsAVX512")
+	toksQ8x512("q8_0ToksAVX512")
+	toksQ4x512("q4_0ToksAVX512")
+	toksQ4Kx512("q4_KToksAVX512")
+	toksQ6x512("q6_KToksAVX512")
 }
 
 var (
@@ -47,6 +51,9 @@ var (
 	// Q6_K: word i of wIdxZ[jj] is 4jj + i/8: VPERMW spreads scale 4jj+L
 	// of the 16 (as int16) over lane L.
 	wIdxZ [4]Mem
+	// Q4_K token kernel: lane L of scMaskP[j] makes int16 x8 of byte
+	// 2j + L%2 (sub-block 2j for the lanes of block A, 2j+1 for B).
+	scMaskP [4]Mem
 )
 
 func constants512() {
@@ -67,6 +74,13 @@ func constants512() {
 			b[2*i], b[2*i+1] = byte(4*jj+i/8), 0x80
 		}
 		scMaskZ[jj] = table(fmt.Sprintf("scMaskZ%d", jj), b)
+	}
+	for j := range scMaskP {
+		b := make([]byte, 64)
+		for i := 0; i < 32; i++ {
+			b[2*i], b[2*i+1] = byte(2*j+(i/8)%2), 0x80
+		}
+		scMaskP[j] = table(fmt.Sprintf("scMaskP%d", j), b)
 	}
 	for jj := range wIdxZ {
 		b := make([]byte, 64)
@@ -455,12 +469,13 @@ func rowsQ4Kx512(name string) {
 }
 
 // rowsQ6x512 writes the Q6_K rows kernel (the arguments of rowsQ6). Per
-// super-block and row, the 256 codes (q-32, signed) in four zmm (groups of
-// 16 by 128-bit lane), made unsigned (q = w+32, 0..63) for VPMADDUBSW with
-// the token's codes; 32*(a_2i + a_2i+1), the same for every row, taken off
-// the int16 pair sums gives the pairs of w*a exactly (|.| <= 2*32*128),
-// which VPDPWSSD multiplies by the group scales (VPERMW spreads them) and
-// sums into dwords. The float part is the AVX2 kernel's.
+// super-block and row, the 256 codes (int8: q-32, but any byte is taken
+// exactly) in four zmm (groups of 16 by 128-bit lane). As in the AVX2
+// kernel the products are |w| (unsigned) times a*sign(w), but the sign
+// goes on by negating the token's codes (loaded once per super-block for
+// the four rows) under the mask of w's sign bits: VPMADDUBSW then sums pairs in int16 exactly (|a| <= 127, so at
+// most 2*128*127), and VPDPWSSD multiplies them by the group scales
+// (VPERMW spreads them) into dwords. The float part is the AVX2 kernel's.
 func rowsQ6x512(name string) {
 	TEXT(name, NOSPLIT, "func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int)")
 	rowsDoc(name, "dotQ6_K(codes, scales, dp of row i, tile t; the token's codes and scales of tile t)")
@@ -469,8 +484,8 @@ func rowsQ6x512(name string) {
 	cs := Load(Param("cstride"), GP64())
 	ss := Load(Param("sstride"), GP64())
 	ds := Load(Param("dstride"), GP64())
-	m20 := ZMM()
-	VPBROADCASTD(c20x4, m20)
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
 	var wi [4]VecVirtual
 	for jj := range wi {
 		wi[jj] = ZMM()
@@ -490,11 +505,11 @@ func rowsQ6x512(name string) {
 	VXORPS(acc, acc, acc)
 
 	Label(name + "_sb")
-	tv.prefetch(1024)   // 4 rows x 256 bytes of codes per super-block
-	var p [4]VecVirtual // 32*(a_2i + a_2i+1) as int16
-	for jj := range p {
-		p[jj] = ZMM()
-		VPMADDUBSW(Mem{Base: pa, Disp: 64 * jj}, m20, p[jj])
+	tv.prefetch(1024)    // 4 rows x 256 bytes of codes per super-block
+	var av [4]VecVirtual // the token's codes
+	for jj := range av {
+		av[jj] = ZMM()
+		VMOVDQU64(Mem{Base: pa, Disp: 64 * jj}, av[jj])
 	}
 	t := GP64()
 	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
@@ -506,16 +521,20 @@ func rowsQ6x512(name string) {
 		VPMOVSXBW(rowMem(psc, ss, ts, k, 0), sv.AsY()) // the 16 scales as int16
 		v[k] = ZMM()
 		for jj := 0; jj < 4; jj++ {
-			u := ZMM()
-			VPADDB(rowMem(pc, cs, t, k, 64*jj), m20, u) // q = w+32
-			VPMADDUBSW(Mem{Base: pa, Disp: 64 * jj}, u, u)
-			VPSUBW(p[jj], u, u) // pairs of w*a
+			w, sg := ZMM(), K()
+			VMOVDQU64(rowMem(pc, cs, t, k, 64*jj), w)
+			VPMOVB2M(w, sg)
+			VPABSB(w, w)
+			x := ZMM()
+			VMOVDQA64(av[jj], x)
+			VPSUBB(x, zero, sg, x) // a*sign(w)
+			VPMADDUBSW(x, w, x)
 			sc := ZMM()
 			VPERMW(sv, wi[jj], sc)
 			if jj == 0 {
-				VPMADDWD(sc, u, v[k])
+				VPMADDWD(sc, x, v[k])
 			} else {
-				vpdpwssd(sc, u, v[k])
+				vpdpwssd(sc, x, v[k])
 			}
 		}
 	}
@@ -559,4 +578,702 @@ func rowsQ6x512(name string) {
 		ADDQ(n, r)
 		Store(r, Param("a"))
 	})
+}
+
+// toksQ8x512 writes the Q8_0 token kernel (the arguments of toksQ8), two
+// groups (eight tokens) per pass while two remain, then one. Per pair of
+// blocks, the row's 64 code bytes in one zmm serve every token: the
+// token's codes flipped to a+128 (unsigned) times the weights (signed) with
+// one VPDPBUSD, into an accumulator that starts at -128*sum(w) per dword
+// (the same for every token). Each group's four tokens reduce to [t0A..t3A
+// | t0B..t3B]; the float part is the AVX2 kernel's (finishGroups).
+func toksQ8x512(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, ag, dg, np, groups int, o *float32, ostride, rows, add int)")
+	toksDoc(name, "dotQ8_0")
+	Pragma("noescape")
+	gcnt := AllocLocal(8)
+	pag, pdg := AllocLocal(8), AllocLocal(8)
+	lim := Load(Param("np"), GP64())
+	SHLQ(U8(2), lim)
+	red, i01 := ZMM(), YMM()
+	VMOVDQU64(idxRed, red)
+	VMOVDQU(idx01, i01)
+	m80, zero := ZMM(), ZMM()
+	VPBROADCASTD(c80x4, m80)
+	VPXORD(zero, zero, zero)
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	pc0 := Load(Param("codes"), GP64())
+	psc := Load(Param("scales"), GP64())
+	po := Load(Param("o"), GP64())
+	for _, c := range []struct {
+		dst Mem
+		src string
+	}{{pag, "a"}, {pdg, "d"}, {gcnt, "groups"}} {
+		r := Load(Param(c.src), GP64())
+		MOVQ(r, c.dst)
+	}
+
+	pass := func(label string, groups int) {
+		pa, pd, pc := GP64(), GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		MOVQ(pc0, pc)
+		var agr, pd1 Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			pd1 = GP64()
+			MOVQ(pd, pd1)
+			ADDQ(param("dg"), pd1)
+		}
+		x := GP64()
+		XORQ(x, x)
+		acc := make([]VecVirtual, groups)
+		for i := range acc {
+			acc[i] = XMM()
+			VXORPS(acc[i], acc[i], acc[i])
+		}
+
+		Label(label)
+		w := ZMM()
+		VMOVDQU64(Mem{Base: pc}, w)
+		c := ZMM()
+		VPXORD(c, c, c)
+		vpdpbusd(w, m80, c) // 128*sum(w) per dword
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		r := make([]VecVirtual, groups)
+		for gi := 0; gi < groups; gi++ {
+			var v [4]VecVirtual
+			for l := 0; l < 4; l++ {
+				t := ZMM()
+				VPXORD(am(gi, 64*l), m80, t) // a+128
+				v[l] = ZMM()
+				VPSUBD(c, zero, v[l])
+				vpdpbusd(w, t, v[l])
+			}
+			r[gi] = reducePairs(pairRows(v[0], v[1]), pairRows(v[2], v[3]), red).AsY().(VecVirtual)
+		}
+		g := XMM()
+		VMOVD(Mem{Base: psc, Index: x, Scale: 1}, g)
+		VCVTPH2PS(g, g)
+		dw := YMM()
+		VPERMPS(g.AsY(), i01, dw)
+		dx := []Mem{{Base: pd, Index: x, Scale: 8}}
+		if groups == 2 {
+			dx = append(dx, Mem{Base: pd1, Index: x, Scale: 8})
+		}
+		finishGroups(r, nil, dx, dw, acc)
+		ADDQ(U32(256), pa)
+		ADDQ(U8(64), pc)
+		ADDQ(U8(4), x)
+		CMPQ(x, lim)
+		JL(LabelRef(label))
+
+		for gi := 0; gi < groups; gi++ {
+			store(fmt.Sprintf("%s%d", label, gi), acc[gi], po, param("add"))
+			ADDQ(U8(16), po)
+		}
+		for _, c := range []struct {
+			dst Mem
+			by  string
+		}{{pag, "ag"}, {pdg, "dg"}} {
+			r := GP64()
+			MOVQ(c.dst, r)
+			ADDQ(param(c.by), r)
+			if groups == 2 {
+				ADDQ(param(c.by), r)
+			}
+			MOVQ(r, c.dst)
+		}
+		SUBQ(U8(groups), gcnt)
+	}
+
+	Label(name + "_group")
+	CMPQ(gcnt, U8(2))
+	JL(LabelRef(name + "_one"))
+	pass(name+"_pair2", 2)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_one")
+	CMPQ(gcnt, U8(1))
+	JL(LabelRef(name + "_rowdone"))
+	pass(name+"_pair1", 1)
+
+	Label(name + "_rowdone")
+	addParam("codes", "cstride")
+	addParam("scales", "sstride")
+	addParam("o", "ostride")
+	DECQ(param("rows"))
+	JMP(LabelRef(name + "_rows"))
+
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// toksQ4x512 writes the Q4_0 token kernel (the arguments of toksQ4), two
+// groups per pass while two remain, then one, over every K-tile. Per pair
+// of blocks, the row's nibbles as one zmm [lo | hi] and its three
+// rotations (VPSHUFD by 128-bit lane, see rotate4Permuted): rotation k
+// meets the group's 64 activation bytes at 64k, so four VPDPBUSD sum every
+// product of the group, the low half for the low nibbles and the high half
+// for the high ones; the two halves added give [t0A..t3A | t0B..t3B] as
+// in the AVX2 kernel, whose float part (finishGroups) follows.
+func toksQ4x512(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
+	toksTilesDoc(name, "dotQ4_0")
+	Pragma("noescape")
+	gcnt, tcnt, addNow, po := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	pag, pdg, psg := AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	m0F, i01 := ZMM(), YMM()
+	VPBROADCASTD(c0Fx4, m0F)
+	VMOVDQU(idx01, i01)
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	for _, c := range []struct {
+		dst Mem
+		src string
+	}{{pag, "a"}, {pdg, "d"}, {psg, "s"}, {gcnt, "groups"}, {po, "o"}} {
+		r := Load(Param(c.src), GP64())
+		MOVQ(r, c.dst)
+	}
+
+	pass := func(label string, groups int) {
+		pa, pd, ps := GP64(), GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		MOVQ(psg, ps)
+		var agr, dgr Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			dgr = Load(Param("dg"), GP64())
+		}
+		pc := Load(Param("codes"), GP64())
+		psc := Load(Param("scales"), GP64())
+		r := Load(Param("tiles"), GP64())
+		MOVQ(r, tcnt)
+		r = Load(Param("add"), GP64())
+		MOVQ(r, addNow)
+
+		Label(label + "_tile")
+		x := GP64() // 4*pair
+		XORQ(x, x)
+		acc := make([]VecVirtual, groups)
+		for i := range acc {
+			acc[i] = XMM()
+			VXORPS(acc[i], acc[i], acc[i])
+		}
+
+		Label(label)
+		var w [4]VecVirtual // w[k]: [lo | hi] rotated k dwords per lane
+		w[0] = ZMM()
+		VMOVDQU(Mem{Base: pc, Index: x, Scale: 8}, w[0].AsY())
+		hi := YMM()
+		VPSRLW(U8(4), w[0].AsY(), hi)
+		VINSERTI64X4(U8(1), hi, w[0], w[0])
+		VPANDD(m0F, w[0], w[0])
+		for k := 1; k < 4; k++ {
+			w[k] = ZMM()
+			VPSHUFD(U8(rotImm(k)), w[0], w[k])
+		}
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		rs := make([]VecVirtual, groups)
+		for gi := 0; gi < groups; gi++ {
+			z := ZMM()
+			VPXORD(z, z, z)
+			for k := 0; k < 4; k++ {
+				vpdpbusd(am(gi, 64*k), w[k], z)
+			}
+			h := YMM()
+			VEXTRACTI64X4(U8(1), z, h)
+			VPADDD(h, z.AsY(), h)
+			rs[gi] = h
+		}
+		g := XMM()
+		VMOVD(Mem{Base: psc, Index: x, Scale: 1}, g)
+		VCVTPH2PS(g, g) // [dA dB 0 0]
+		dw := YMM()
+		VPERMPS(g.AsY(), i01, dw) // [dA x4 | dB x4]
+		sub, dx := []Mem{{Base: ps}}, []Mem{{Base: pd}}
+		if groups == 2 {
+			sub = append(sub, Mem{Base: ps, Index: dgr, Scale: 1})
+			dx = append(dx, Mem{Base: pd, Index: dgr, Scale: 1})
+		}
+		finishGroups(rs, sub, dx, dw, acc)
+		ADDQ(U32(256), pa)
+		ADDQ(U8(32), pd)
+		ADDQ(U8(32), ps)
+		ADDQ(U8(4), x)
+		lim := Load(Param("np"), GP64())
+		SHLQ(U8(2), lim)
+		CMPQ(x, lim)
+		JL(LabelRef(label))
+
+		// The tile's sums into o; the next tiles add to them.
+		o := GP64()
+		MOVQ(po, o)
+		for gi := 0; gi < groups; gi++ {
+			store(fmt.Sprintf("%s%d", label, gi), acc[gi], o, addNow)
+			if gi+1 < groups {
+				ADDQ(U8(16), o)
+			}
+		}
+		MOVQ(U32(1), addNow)
+		ts := Load(Param("tstride"), GP64())
+		ADDQ(ts, pc)
+		ADDQ(ts, psc)
+		DECQ(tcnt)
+		JNZ(LabelRef(label + "_tile"))
+
+		r = GP64()
+		MOVQ(po, r)
+		ADDQ(U32(16*groups), r)
+		MOVQ(r, po)
+		for _, c := range []struct {
+			dst Mem
+			by  string
+		}{{pag, "ag"}, {pdg, "dg"}, {psg, "dg"}} {
+			r := GP64()
+			MOVQ(c.dst, r)
+			ADDQ(param(c.by), r)
+			if groups == 2 {
+				ADDQ(param(c.by), r)
+			}
+			MOVQ(r, c.dst)
+		}
+		SUBQ(U8(groups), gcnt)
+	}
+
+	Label(name + "_group")
+	CMPQ(gcnt, U8(2))
+	JL(LabelRef(name + "_one"))
+	pass(name+"_pair2", 2)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_one")
+	CMPQ(gcnt, U8(1))
+	JL(LabelRef(name + "_rowdone"))
+	pass(name+"_pair1", 1)
+
+	Label(name + "_rowdone")
+	addParam("codes", "cstride")
+	addParam("scales", "sstride")
+	addParam("o", "ostride")
+	DECQ(param("rows"))
+	JMP(LabelRef(name + "_rows"))
+
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// toksQ4Kx512 writes the Q4_K token kernel (the arguments of toksK), two
+// groups per pass while two remain, then one, over every K-tile. Per
+// super-block and pair j of sub-blocks, the row's 32 code bytes as one zmm
+// [low nibbles | high nibbles], which is the layout of a token's 64
+// permuted codes of the pair: one VPMADDUBSW per token (int16, at most
+// 2*15*128) and one VPDPWSSD by the sub-block scales sum its products. The
+// mins and the float part are the AVX2 kernel's.
+func toksQ4Kx512(name string) {
+	TEXT(name, NOSPLIT, "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
+	toksTilesDoc(name, "dotQ4_K")
+	Pragma("noescape")
+	gcnt, cnt, tcnt, addNow := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	// What takes each plane pointer from the end of a tile's super-blocks
+	// to the start of the next tile.
+	adj := map[string]Mem{}
+	for _, c := range []struct {
+		plane string
+		shift uint8 // log2 of the plane's bytes per super-block
+	}{{"codes", 7}, {"sm", 4}, {"dm", 2}} {
+		adj[c.plane] = AllocLocal(8)
+		r := Load(Param("nsb"), GP64())
+		SHLQ(U8(c.shift), r)
+		NEGQ(r)
+		ADDQ(param("tstride"), r)
+		MOVQ(r, adj[c.plane])
+	}
+	pag, pdg, pbg := AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	accm := []Mem{AllocLocal(16), AllocLocal(16)}
+	m0F := ZMM()
+	VPBROADCASTD(c0Fx4, m0F)
+	var scm [4]VecVirtual
+	for j := range scm {
+		scm[j] = ZMM()
+		VMOVDQU64(scMaskP[j], scm[j])
+	}
+	i01 := YMM()
+	VMOVDQU(idx01, i01)
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	for _, c := range []struct {
+		dst Mem
+		src string
+	}{{pag, "a"}, {pdg, "d"}, {pbg, "bp"}, {gcnt, "groups"}} {
+		r := Load(Param(c.src), GP64())
+		MOVQ(r, c.dst)
+	}
+
+	pass := func(label string, groups int) {
+		pc := Load(Param("codes"), GP64())
+		psm := Load(Param("sm"), GP64())
+		pdm := Load(Param("dm"), GP64())
+		pa, pd, pbp := GP64(), GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		MOVQ(pbg, pbp)
+		var agr, pd1, pbp1 Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			pd1, pbp1 = GP64(), GP64()
+			MOVQ(pd, pd1)
+			ADDQ(param("dg"), pd1)
+			MOVQ(pbp, pbp1)
+			ADDQ(param("bg"), pbp1)
+		}
+		r := Load(Param("tiles"), GP64())
+		MOVQ(r, tcnt)
+		r = Load(Param("add"), GP64())
+		MOVQ(r, addNow)
+
+		Label(label + "_tile")
+		n := Load(Param("nsb"), GP64())
+		MOVQ(n, cnt)
+		z := XMM()
+		VXORPS(z, z, z)
+		for gi := 0; gi < groups; gi++ {
+			VMOVUPS(z, accm[gi])
+		}
+
+		Label(label)
+		smv := ZMM()
+		VBROADCASTI32X4(Mem{Base: psm}, smv)
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		v := make([][4]VecVirtual, groups)
+		for j := 0; j < 4; j++ {
+			c := ZMM()
+			VMOVDQU(Mem{Base: pc, Disp: 32 * j}, c.AsY())
+			hi := YMM()
+			VPSRLW(U8(4), c.AsY(), hi)
+			VINSERTI64X4(U8(1), hi, c, c)
+			VPANDD(m0F, c, c)
+			sc := ZMM()
+			VPSHUFB(scm[j], smv, sc)
+			for l := 0; l < 4; l++ {
+				for gi := 0; gi < groups; gi++ {
+					p := ZMM()
+					VPMADDUBSW(am(gi, 256*l+64*j), c, p)
+					if j == 0 {
+						v[gi][l] = ZMM()
+						VPMADDWD(sc, p, v[gi][l])
+					} else {
+						vpdpwssd(sc, p, v[gi][l])
+					}
+				}
+			}
+		}
+		si := make([]VecVirtual, groups)
+		for gi := range si {
+			si[gi] = reduce4z(v[gi]) // sumi of the group's tokens
+		}
+		mv := XMM()
+		VPSHUFB(mMask, smv.AsX(), mv)
+		sm := make([]VecVirtual, groups)
+		for gi := 0; gi < groups; gi++ {
+			var pb Register = pbp
+			if gi == 1 {
+				pb = pbp1
+			}
+			var m [4]VecVirtual
+			for l := 0; l < 4; l++ {
+				m[l] = XMM()
+				VPMADDWD(Mem{Base: pb, Disp: 16 * l}, mv, m[l])
+			}
+			sm[gi] = reduce4(m, false) // summ of the group's tokens
+		}
+		g := XMM()
+		VMOVD(Mem{Base: pdm}, g)
+		VCVTPH2PS(g, g) // [d dmin 0 0]
+		dw := YMM()
+		VPERMPS(g.AsY(), i01, dw) // [d x4 | dmin x4]
+		for gi := 0; gi < groups; gi++ {
+			var pdi Register = pd
+			if gi == 1 {
+				pdi = pd1
+			}
+			w := YMM()
+			VBROADCASTF128(Mem{Base: pdi}, w)
+			VMULPS(dw, w, w) // [dd x4 | dmin*dx x4]
+			fi, fm := XMM(), XMM()
+			VCVTDQ2PS(si[gi], fi)
+			VCVTDQ2PS(sm[gi], fm)
+			VMULPS(w.AsX(), fi, fi)
+			h := XMM()
+			VEXTRACTF128(U8(1), w, h)
+			VMULPS(h, fm, fm)
+			VSUBPS(fm, fi, fi)
+			VADDPS(accm[gi], fi, fi)
+			VMOVUPS(fi, accm[gi])
+		}
+		ADDQ(U8(128), pc)
+		ADDQ(U8(16), psm)
+		ADDQ(U8(4), pdm)
+		ADDQ(U32(1024), pa)
+		ADDQ(U8(16), pd)
+		ADDQ(U8(64), pbp)
+		if groups == 2 {
+			ADDQ(U8(16), pd1)
+			ADDQ(U8(64), pbp1)
+		}
+		DECQ(cnt)
+		JNZ(LabelRef(label))
+
+		// The tile's sums into o; the next tiles add to them.
+		po := Load(Param("o"), GP64())
+		for gi := 0; gi < groups; gi++ {
+			acc := XMM()
+			VMOVUPS(accm[gi], acc)
+			store(fmt.Sprintf("%s%d", label, gi), acc, po, addNow)
+			ADDQ(U8(16), po)
+		}
+		MOVQ(U32(1), addNow)
+		ADDQ(adj["codes"], pc)
+		ADDQ(adj["sm"], psm)
+		ADDQ(adj["dm"], pdm)
+		DECQ(tcnt)
+		JNZ(LabelRef(label + "_tile"))
+		Store(po, Param("o"))
+		for _, c := range []struct {
+			dst Mem
+			by  string
+		}{{pag, "ag"}, {pdg, "dg"}, {pbg, "bg"}} {
+			r := GP64()
+			MOVQ(c.dst, r)
+			ADDQ(param(c.by), r)
+			if groups == 2 {
+				ADDQ(param(c.by), r)
+			}
+			MOVQ(r, c.dst)
+		}
+		SUBQ(U8(groups), gcnt)
+	}
+
+	Label(name + "_group")
+	CMPQ(gcnt, U8(2))
+	JL(LabelRef(name + "_one"))
+	pass(name+"_sb2", 2)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_one")
+	CMPQ(gcnt, U8(1))
+	JL(LabelRef(name + "_rowdone"))
+	pass(name+"_sb1", 1)
+
+	Label(name + "_rowdone")
+	// o moved by 16 per group: on to the next row
+	po := Load(Param("o"), GP64())
+	gb := Load(Param("groups"), GP64())
+	SHLQ(U8(4), gb)
+	SUBQ(gb, po)
+	ADDQ(param("ostride"), po)
+	Store(po, Param("o"))
+	addParam("codes", "cstride")
+	addParam("sm", "mstride")
+	addParam("dm", "dstride")
+	DECQ(param("rows"))
+	JMP(LabelRef(name + "_rows"))
+
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// toksQ6x512 writes the Q6_K token kernel (the arguments of toksQ6), two
+// groups per pass while two remain, then one. Per super-block and 64
+// codes of the row (four groups of 16, one per 128-bit lane): |w| and the
+// mask of w's sign bits, once for the eight tokens; per token its codes
+// negated under the mask (a*sign(w), as the AVX2 kernel's VPSIGNB), one
+// VPMADDUBSW (exact in int16: at most 2*128*127) and one VPDPWSSD by the
+// group scales (VPERMW spreads them). The float part is the AVX2 kernel's.
+func toksQ6x512(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int)")
+	toksDoc(name, "dotQ6_K")
+	Pragma("noescape")
+	gcnt, cnt := AllocLocal(8), AllocLocal(8)
+	pag, pdg := AllocLocal(8), AllocLocal(8)
+	accm := []Mem{AllocLocal(16), AllocLocal(16)}
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
+	var wi [4]VecVirtual
+	for jj := range wi {
+		wi[jj] = ZMM()
+		VMOVDQU64(wIdxZ[jj], wi[jj])
+	}
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	for _, c := range []struct {
+		dst Mem
+		src string
+	}{{pag, "a"}, {pdg, "d"}, {gcnt, "groups"}} {
+		r := Load(Param(c.src), GP64())
+		MOVQ(r, c.dst)
+	}
+
+	pass := func(label string, groups int) {
+		pc := Load(Param("codes"), GP64())
+		psc := Load(Param("scales"), GP64())
+		pdp := Load(Param("dp"), GP64())
+		pa, pd := GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		var agr, pd1 Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			pd1 = GP64()
+			MOVQ(pd, pd1)
+			ADDQ(param("dg"), pd1)
+		}
+		n := Load(Param("nsb"), GP64())
+		MOVQ(n, cnt)
+		z := XMM()
+		VXORPS(z, z, z)
+		for gi := 0; gi < groups; gi++ {
+			VMOVUPS(z, accm[gi])
+		}
+
+		Label(label)
+		sv := ZMM()
+		VPMOVSXBW(Mem{Base: psc}, sv.AsY()) // the 16 scales as int16
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		v := make([][4]VecVirtual, groups)
+		for jj := 0; jj < 4; jj++ {
+			w, sg := ZMM(), K()
+			VMOVDQU64(Mem{Base: pc, Disp: 64 * jj}, w)
+			VPMOVB2M(w, sg)
+			VPABSB(w, w)
+			sc := ZMM()
+			VPERMW(sv, wi[jj], sc)
+			for l := 0; l < 4; l++ {
+				for gi := 0; gi < groups; gi++ {
+					x := ZMM()
+					VMOVDQU64(am(gi, 256*l+64*jj), x)
+					VPSUBB(x, zero, sg, x) // a*sign(w)
+					VPMADDUBSW(x, w, x)
+					if jj == 0 {
+						v[gi][l] = ZMM()
+						VPMADDWD(sc, x, v[gi][l])
+					} else {
+						vpdpwssd(sc, x, v[gi][l])
+					}
+				}
+			}
+		}
+		r := make([]VecVirtual, groups)
+		for gi := range r {
+			r[gi] = reduce4z(v[gi])
+		}
+		h := GP32()
+		MOVWLZX(Mem{Base: pdp}, h)
+		g := XMM()
+		VMOVD(h, g)
+		VCVTPH2PS(g, g)
+		VBROADCASTSS(g, g) // [d x4]
+		for gi := 0; gi < groups; gi++ {
+			var pdi Register = pd
+			if gi == 1 {
+				pdi = pd1
+			}
+			f := XMM()
+			VCVTDQ2PS(r[gi], f)
+			w := XMM()
+			VMULPS(Mem{Base: pdi}, g, w)
+			VMULPS(w, f, f)
+			VADDPS(accm[gi], f, f)
+			VMOVUPS(f, accm[gi])
+		}
+		ADDQ(U32(256), pc)
+		ADDQ(U8(16), psc)
+		ADDQ(U8(2), pdp)
+		ADDQ(U32(1024), pa)
+		ADDQ(U8(16), pd)
+		if groups == 2 {
+			ADDQ(U8(16), pd1)
+		}
+		DECQ(cnt)
+		JNZ(LabelRef(label))
+
+		po := Load(Param("o"), GP64())
+		for gi := 0; gi < groups; gi++ {
+			acc := XMM()
+			VMOVUPS(accm[gi], acc)
+			store(fmt.Sprintf("%s%d", label, gi), acc, po, param("add"))
+			ADDQ(U8(16), po)
+		}
+		Store(po, Param("o"))
+		for _, c := range []struct {
+			dst Mem
+			by  string
+		}{{pag, "ag"}, {pdg, "dg"}} {
+			r := GP64()
+			MOVQ(c.dst, r)
+			ADDQ(param(c.by), r)
+			if groups == 2 {
+				ADDQ(param(c.by), r)
+			}
+			MOVQ(r, c.dst)
+		}
+		SUBQ(U8(groups), gcnt)
+	}
+
+	Label(name + "_group")
+	CMPQ(gcnt, U8(2))
+	JL(LabelRef(name + "_one"))
+	pass(name+"_sb2", 2)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_one")
+	CMPQ(gcnt, U8(1))
+	JL(LabelRef(name + "_rowdone"))
+	pass(name+"_sb1", 1)
+
+	Label(name + "_rowdone")
+	po := Load(Param("o"), GP64())
+	gb := Load(Param("groups"), GP64())
+	SHLQ(U8(4), gb)
+	SUBQ(gb, po)
+	ADDQ(param("ostride"), po)
+	Store(po, Param("o"))
+	addParam("codes", "cstride")
+	addParam("scales", "sstride")
+	addParam("dp", "dstride")
+	DECQ(param("rows"))
+	JMP(LabelRef(name + "_rows"))
+
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
 }
