@@ -4889,7 +4889,7 @@ DATA wIdxZ3<>+56(SB)/8, $0x000f000f000f000f
 GLOBL wIdxZ3<>(SB), RODATA|NOPTR, $64
 
 // func q8_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, np int, y *float32, rows int, tiles int, tstride int)
-// Requires: AVX, AVX2, AVX512F, AVX512_VNNI, F16C, MMX+
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
 TEXT ·q8_0RowsAVX512(SB), NOSPLIT, $48-88
 	MOVQ         cstride+16(FP), AX
 	MOVQ         sstride+24(FP), CX
@@ -4898,8 +4898,8 @@ TEXT ·q8_0RowsAVX512(SB), NOSPLIT, $48-88
 	MOVQ         np+48(FP), SI
 	SHLQ         $0x03, SI
 	VMOVDQU64    idxRed<>+0(SB), Z0
-	VMOVDQU      idx01<>+0(SB), Y1
-	VMOVDQU      idxT<>+0(SB), Y2
+	VMOVDQU64    idx01<>+0(SB), Y1
+	VMOVDQU64    idxT<>+0(SB), Y2
 	VPBROADCASTD c80x4<>+0(SB), Z3
 	VPXORD       Z4, Z4, Z4
 	MOVQ         $0x00000000, 32(SP)
@@ -5015,7 +5015,7 @@ q8_0RowsAVX512_rowsdone:
 	RET
 
 // func q4_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C, MMX+
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
 TEXT ·q4_0RowsAVX512(SB), NOSPLIT, $48-96
 	MOVQ         cstride+16(FP), AX
 	MOVQ         sstride+24(FP), CX
@@ -5025,8 +5025,8 @@ TEXT ·q4_0RowsAVX512(SB), NOSPLIT, $48-96
 	MOVQ         np+56(FP), DI
 	SHLQ         $0x03, DI
 	VMOVDQU64    idxRed<>+0(SB), Z0
-	VMOVDQU      idx01<>+0(SB), Y1
-	VMOVDQU      idxT<>+0(SB), Y2
+	VMOVDQU64    idx01<>+0(SB), Y1
+	VMOVDQU64    idxT<>+0(SB), Y2
 	VPBROADCASTD c0Fx4<>+0(SB), Z3
 	MOVQ         $0x00000000, 32(SP)
 
@@ -5060,7 +5060,7 @@ q4_0RowsAVX512_pair:
 	VBROADCASTI64X4 (DX)(R10*8), Z5
 	VBROADCASTI64X4 32(DX)(R10*8), Z6
 	LEAQ            (R8)(AX*2), R11
-	VMOVDQU         (R8), Y7
+	VMOVDQU64       (R8), Y7
 	VINSERTI64X4    $0x01, (R8)(AX*1), Z7, Z7
 	VPSRLW          $0x04, Z7, Z8
 	VPANDD          Z3, Z7, Z7
@@ -5068,7 +5068,7 @@ q4_0RowsAVX512_pair:
 	VPXORD          Z9, Z9, Z9
 	VPDPBUSD        Z5, Z7, Z9
 	VPDPBUSD        Z6, Z8, Z9
-	VMOVDQU         (R8)(AX*2), Y10
+	VMOVDQU64       (R8)(AX*2), Y10
 	VINSERTI64X4    $0x01, (R11)(AX*1), Z10, Z10
 	VPSRLW          $0x04, Z10, Z8
 	VPANDD          Z3, Z10, Z10
@@ -5141,7 +5141,7 @@ q4_0RowsAVX512_rowsdone:
 	RET
 
 // func q4_KRowsAVX512(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows int, tiles int, tstride int)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C, MMX+
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
 TEXT ·q4_KRowsAVX512(SB), NOSPLIT, $64-112
 	MOVQ         cstride+24(FP), AX
 	MOVQ         mstride+32(FP), CX
@@ -5149,8 +5149,8 @@ TEXT ·q4_KRowsAVX512(SB), NOSPLIT, $64-112
 	VPBROADCASTD c0Fx4<>+0(SB), Z0
 	VMOVDQU64    scMaskZ0<>+0(SB), Z1
 	VMOVDQU64    scMaskZ1<>+0(SB), Z2
-	VMOVDQU      mMask<>+0(SB), X3
-	VMOVDQU      idxT<>+0(SB), Y4
+	VMOVDQU64    mMask<>+0(SB), X3
+	VMOVDQU64    idxT<>+0(SB), Y4
 	MOVQ         $0x00000000, 48(SP)
 
 q4_KRowsAVX512_tile:
@@ -5193,13 +5193,13 @@ q4_KRowsAVX512_sb:
 	PREFETCHT0      448(R11)
 	ADDQ            $0x00000200, R11
 	MOVQ            R11, 56(SP)
-	VMOVDQU         (R8), Y6
+	VMOVDQU64       (R8), Y6
 	VINSERTI64X4    $0x01, 64(R8), Z6, Z6
-	VMOVDQU         32(R8), Y7
+	VMOVDQU64       32(R8), Y7
 	VINSERTI64X4    $0x01, 96(R8), Z7, Z7
-	VMOVDQU         128(R8), Y8
+	VMOVDQU64       128(R8), Y8
 	VINSERTI64X4    $0x01, 192(R8), Z8, Z8
-	VMOVDQU         160(R8), Y9
+	VMOVDQU64       160(R8), Y9
 	VINSERTI64X4    $0x01, 224(R8), Z9, Z9
 	LEAQ            (BX)(AX*2), R11
 	LEAQ            (SI)(CX*2), R12
@@ -5292,16 +5292,16 @@ q4_KRowsAVX512_sb:
 	VPADDD          Y6, Y10, Y6
 	VEXTRACTI128    $0x01, Y6, X7
 	VPADDD          X7, X6, X7
-	VMOVDQU         (SI), X6
+	VMOVDQU64       (SI), X6
 	VPSHUFB         X3, X6, X6
 	VPMADDWD        (R10), X6, X6
-	VMOVDQU         (SI)(CX*1), X8
+	VMOVDQU64       (SI)(CX*1), X8
 	VPSHUFB         X3, X8, X8
 	VPMADDWD        (R10), X8, X8
-	VMOVDQU         (SI)(CX*2), X9
+	VMOVDQU64       (SI)(CX*2), X9
 	VPSHUFB         X3, X9, X9
 	VPMADDWD        (R10), X9, X9
-	VMOVDQU         (R12)(CX*1), X10
+	VMOVDQU64       (R12)(CX*1), X10
 	VPSHUFB         X3, X10, X10
 	VPMADDWD        (R10), X10, X10
 	VPUNPCKLDQ      X8, X6, X11
@@ -5666,12 +5666,12 @@ q6_KRowsAVX512_rowsdone:
 	RET
 
 // func q8_0ToksAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int)
-// Requires: AVX, AVX2, AVX512F, AVX512_VNNI, F16C
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512_VNNI, F16C
 TEXT ·q8_0ToksAVX512(SB), NOSPLIT, $24-112
 	MOVQ         np+64(FP), AX
 	SHLQ         $0x02, AX
 	VMOVDQU64    idxRed<>+0(SB), Z0
-	VMOVDQU      idx01<>+0(SB), Y1
+	VMOVDQU64    idx01<>+0(SB), Y1
 	VPBROADCASTD c80x4<>+0(SB), Z2
 	VPXORD       Z3, Z3, Z3
 
@@ -5881,10 +5881,10 @@ q8_0ToksAVX512_done:
 	RET
 
 // func q4_0ToksAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
-// Requires: AVX, AVX2, AVX512F, AVX512_VNNI, F16C
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512_VNNI, F16C
 TEXT ·q4_0ToksAVX512(SB), NOSPLIT, $56-136
 	VPBROADCASTD c0Fx4<>+0(SB), Z0
-	VMOVDQU      idx01<>+0(SB), Y1
+	VMOVDQU64    idx01<>+0(SB), Y1
 
 q4_0ToksAVX512_rows:
 	CMPQ rows+104(FP), $0x00
@@ -5921,7 +5921,7 @@ q4_0ToksAVX512_pair2_tile:
 	VXORPS X3, X3, X3
 
 q4_0ToksAVX512_pair2:
-	VMOVDQU       (DI)(R9*8), Y4
+	VMOVDQU64     (DI)(R9*8), Y4
 	VPSRLW        $0x04, Y4, Y5
 	VINSERTI64X4  $0x01, Y5, Z4, Z4
 	VPANDD        Z0, Z4, Z4
@@ -6023,7 +6023,7 @@ q4_0ToksAVX512_pair1_tile:
 	VXORPS X4, X4, X4
 
 q4_0ToksAVX512_pair1:
-	VMOVDQU       (BX)(DI*8), Y2
+	VMOVDQU64     (BX)(DI*8), Y2
 	VPSRLW        $0x04, Y2, Y5
 	VINSERTI64X4  $0x01, Y5, Z2, Z2
 	VPANDD        Z0, Z2, Z2
@@ -6100,7 +6100,7 @@ q4_0ToksAVX512_done:
 	RET
 
 // func q4_KToksAVX512(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
-// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C
 TEXT ·q4_KToksAVX512(SB), NOSPLIT, $112-160
 	MOVQ         nsb+96(FP), AX
 	SHLQ         $0x07, AX
@@ -6122,7 +6122,7 @@ TEXT ·q4_KToksAVX512(SB), NOSPLIT, $112-160
 	VMOVDQU64    scMaskP1<>+0(SB), Z2
 	VMOVDQU64    scMaskP2<>+0(SB), Z3
 	VMOVDQU64    scMaskP3<>+0(SB), Z4
-	VMOVDQU      idx01<>+0(SB), Y5
+	VMOVDQU64    idx01<>+0(SB), Y5
 
 q4_KToksAVX512_rows:
 	CMPQ rows+128(FP), $0x00
@@ -6164,7 +6164,7 @@ q4_KToksAVX512_sb2_tile:
 
 q4_KToksAVX512_sb2:
 	VBROADCASTI32X4 (CX), Z6
-	VMOVDQU         (AX), Y7
+	VMOVDQU64       (AX), Y7
 	VPSRLW          $0x04, Y7, Y8
 	VINSERTI64X4    $0x01, Y8, Z7, Z7
 	VPANDD          Z0, Z7, Z7
@@ -6185,7 +6185,7 @@ q4_KToksAVX512_sb2:
 	VPMADDWD        Z8, Z23, Z23
 	VPMADDUBSW      768(BX)(R8*1), Z7, Z24
 	VPMADDWD        Z8, Z24, Z8
-	VMOVDQU         32(AX), Y11
+	VMOVDQU64       32(AX), Y11
 	VPSRLW          $0x04, Y11, Y7
 	VINSERTI64X4    $0x01, Y7, Z11, Z11
 	VPANDD          Z0, Z11, Z11
@@ -6206,7 +6206,7 @@ q4_KToksAVX512_sb2:
 	VPDPWSSD        Z24, Z25, Z23
 	VPMADDUBSW      832(BX)(R8*1), Z11, Z25
 	VPDPWSSD        Z24, Z25, Z8
-	VMOVDQU         64(AX), Y12
+	VMOVDQU64       64(AX), Y12
 	VPSRLW          $0x04, Y12, Y7
 	VINSERTI64X4    $0x01, Y7, Z12, Z12
 	VPANDD          Z0, Z12, Z12
@@ -6227,7 +6227,7 @@ q4_KToksAVX512_sb2:
 	VPDPWSSD        Z24, Z25, Z23
 	VPMADDUBSW      896(BX)(R8*1), Z12, Z25
 	VPDPWSSD        Z24, Z25, Z8
-	VMOVDQU         96(AX), Y13
+	VMOVDQU64       96(AX), Y13
 	VPSRLW          $0x04, Y13, Y7
 	VINSERTI64X4    $0x01, Y7, Z13, Z13
 	VPANDD          Z0, Z13, Z13
@@ -6395,7 +6395,7 @@ q4_KToksAVX512_sb1_tile:
 
 q4_KToksAVX512_sb1:
 	VBROADCASTI32X4 (CX), Z6
-	VMOVDQU         (AX), Y14
+	VMOVDQU64       (AX), Y14
 	VPSRLW          $0x04, Y14, Y7
 	VINSERTI64X4    $0x01, Y7, Z14, Z14
 	VPANDD          Z0, Z14, Z14
@@ -6408,7 +6408,7 @@ q4_KToksAVX512_sb1:
 	VPMADDWD        Z8, Z19, Z19
 	VPMADDUBSW      768(BX), Z14, Z20
 	VPMADDWD        Z8, Z20, Z8
-	VMOVDQU         32(AX), Y15
+	VMOVDQU64       32(AX), Y15
 	VPSRLW          $0x04, Y15, Y7
 	VINSERTI64X4    $0x01, Y7, Z15, Z15
 	VPANDD          Z0, Z15, Z15
@@ -6421,7 +6421,7 @@ q4_KToksAVX512_sb1:
 	VPDPWSSD        Z20, Z21, Z19
 	VPMADDUBSW      832(BX), Z15, Z21
 	VPDPWSSD        Z20, Z21, Z8
-	VMOVDQU         64(AX), Y16
+	VMOVDQU64       64(AX), Y16
 	VPSRLW          $0x04, Y16, Y7
 	VINSERTI64X4    $0x01, Y7, Z16, Z16
 	VPANDD          Z0, Z16, Z16
@@ -6434,7 +6434,7 @@ q4_KToksAVX512_sb1:
 	VPDPWSSD        Z20, Z21, Z19
 	VPMADDUBSW      896(BX), Z16, Z21
 	VPDPWSSD        Z20, Z21, Z8
-	VMOVDQU         96(AX), Y17
+	VMOVDQU64       96(AX), Y17
 	VPSRLW          $0x04, Y17, Y7
 	VINSERTI64X4    $0x01, Y7, Z17, Z17
 	VPANDD          Z0, Z17, Z17

@@ -497,11 +497,31 @@ func TestKernelsUseVEXRegistersOnly(t *testing.T) {
 			if m := text.FindStringSubmatch(line); m != nil {
 				fn = m[1]
 			}
-			if high.MatchString(line) && !strings.HasSuffix(fn, "AVX512") {
+			if !high.MatchString(line) {
+				continue
+			}
+			if !strings.HasSuffix(fn, "AVX512") {
 				t.Errorf("%s:%d: %s: register needs AVX-512", f, i+1, strings.TrimSpace(line))
+			} else if op := strings.Fields(line)[0]; !evexFVLBW[op] {
+				t.Errorf("%s:%d: %s: %s on X16-X31 or Y16-Y31 is not known to be in AVX512F, BW or VL (the avx512 level's features): add it to evexFVLBW if the SDM says so", f, i+1, strings.TrimSpace(line), op)
 			}
 		}
 	}
+}
+
+// evexFVLBW are the instructions whose EVEX forms on xmm and ymm registers
+// need only AVX512F+VL or AVX512BW+VL (Intel SDM), which the AVX-512
+// kernels may use on X16-X31 and Y16-Y31. Others (VPINSRD: AVX512DQ) would
+// need a feature the avx512 level does not check, and VEX-only ones
+// (VEXTRACTF128, VPSIGNB) do not assemble there at all.
+var evexFVLBW = map[string]bool{
+	"VMOVDQU64": true, "VPADDD": true, "VPSUBD": true, "VPADDW": true, "VPSUBW": true,
+	"VPSRLW": true, "VPSLLD": true, "VPANDD": true, "VPXORD": true, "VPSHUFB": true,
+	"VPSHUFD": true, "VPUNPCKLDQ": true, "VPUNPCKHDQ": true, "VPUNPCKLQDQ": true,
+	"VPUNPCKHQDQ": true, "VPMADDWD": true, "VPMADDUBSW": true, "VPERMD": true,
+	"VPERMPS": true, "VCVTDQ2PS": true, "VCVTPH2PS": true, "VMULPS": true, "VADDPS": true,
+	"VSUBPS": true, "VBROADCASTSS": true, "VMOVD": true, "VMOVQ": true, "VMOVUPS": true,
+	"VEXTRACTI64X4": true, "VINSERTI64X4": true,
 }
 
 // TestSetLevel checks that every level Levels names can be selected and is

@@ -170,8 +170,8 @@ type consts512 struct {
 func loadConsts512() consts512 {
 	c := consts512{ZMM(), YMM(), YMM()}
 	VMOVDQU64(idxRed, c.idxRed)
-	VMOVDQU(idx01, c.idx01)
-	VMOVDQU(idxT, c.idxT)
+	VMOVDQU64(idx01, c.idx01)
+	VMOVDQU64(idxT, c.idxT)
 	return c
 }
 
@@ -297,7 +297,7 @@ func rowsQ4x512(name string) {
 	var z [2]VecVirtual
 	for p := 0; p < 2; p++ {
 		cz := ZMM()
-		VMOVDQU(rowMem(pc, cs, t, 2*p, 0), cz.AsY())
+		VMOVDQU64(rowMem(pc, cs, t, 2*p, 0), cz.AsY())
 		VINSERTI64X4(U8(1), rowMem(pc, cs, t, 2*p+1, 0), cz, cz)
 		hi := ZMM()
 		VPSRLW(U8(4), cz, hi)
@@ -355,8 +355,8 @@ func rowsQ4Kx512(name string) {
 		VMOVDQU64(scMaskZ[jj], scm[jj])
 	}
 	mm, it := XMM(), YMM()
-	VMOVDQU(mMask, mm)
-	VMOVDQU(idxT, it)
+	VMOVDQU64(mMask, mm)
+	VMOVDQU64(idxT, it)
 	tv := beginTiles(name, "codes", "sm", "dm")
 
 	Label(name + "_rows")
@@ -378,7 +378,7 @@ func rowsQ4Kx512(name string) {
 	for jj := 0; jj < 2; jj++ {
 		for h := 0; h < 2; h++ {
 			z := ZMM()
-			VMOVDQU(Mem{Base: pa, Disp: 128*jj + 32*h}, z.AsY())
+			VMOVDQU64(Mem{Base: pa, Disp: 128*jj + 32*h}, z.AsY())
 			VINSERTI64X4(U8(1), Mem{Base: pa, Disp: 128*jj + 64 + 32*h}, z, z)
 			if h == 0 {
 				ae[jj] = z
@@ -418,7 +418,7 @@ func rowsQ4Kx512(name string) {
 	var m [4]VecVirtual
 	for k := 0; k < 4; k++ {
 		mv := XMM()
-		VMOVDQU(rowMem(psm, ms, tm, k, 0), mv)
+		VMOVDQU64(rowMem(psm, ms, tm, k, 0), mv)
 		VPSHUFB(mm, mv, mv) // the 8 mins as int16
 		m[k] = XMM()
 		VPMADDWD(Mem{Base: pbp}, mv, m[k])
@@ -597,7 +597,7 @@ func toksQ8x512(name string) {
 	SHLQ(U8(2), lim)
 	red, i01 := ZMM(), YMM()
 	VMOVDQU64(idxRed, red)
-	VMOVDQU(idx01, i01)
+	VMOVDQU64(idx01, i01)
 	m80, zero := ZMM(), ZMM()
 	VPBROADCASTD(c80x4, m80)
 	VPXORD(zero, zero, zero)
@@ -733,7 +733,7 @@ func toksQ4x512(name string) {
 	pag, pdg, psg := AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	m0F, i01 := ZMM(), YMM()
 	VPBROADCASTD(c0Fx4, m0F)
-	VMOVDQU(idx01, i01)
+	VMOVDQU64(idx01, i01)
 
 	Label(name + "_rows")
 	CMPQ(param("rows"), U8(0))
@@ -775,7 +775,7 @@ func toksQ4x512(name string) {
 		Label(label)
 		var w [4]VecVirtual // w[k]: [lo | hi] rotated k dwords per lane
 		w[0] = ZMM()
-		VMOVDQU(Mem{Base: pc, Index: x, Scale: 8}, w[0].AsY())
+		VMOVDQU64(Mem{Base: pc, Index: x, Scale: 8}, w[0].AsY())
 		hi := YMM()
 		VPSRLW(U8(4), w[0].AsY(), hi)
 		VINSERTI64X4(U8(1), hi, w[0], w[0])
@@ -915,7 +915,7 @@ func toksQ4Kx512(name string) {
 		VMOVDQU64(scMaskP[j], scm[j])
 	}
 	i01 := YMM()
-	VMOVDQU(idx01, i01)
+	VMOVDQU64(idx01, i01)
 
 	Label(name + "_rows")
 	CMPQ(param("rows"), U8(0))
@@ -971,7 +971,7 @@ func toksQ4Kx512(name string) {
 		v := make([][4]VecVirtual, groups)
 		for j := 0; j < 4; j++ {
 			c := ZMM()
-			VMOVDQU(Mem{Base: pc, Disp: 32 * j}, c.AsY())
+			VMOVDQU64(Mem{Base: pc, Disp: 32 * j}, c.AsY())
 			hi := YMM()
 			VPSRLW(U8(4), c.AsY(), hi)
 			VINSERTI64X4(U8(1), hi, c, c)
