@@ -36,7 +36,7 @@ func benchModes(b *testing.B, typ planar.Type, f func(b *testing.B)) {
 		if k != nil && !vecOK(planar.Geometry{Type: typ, KTile: 256}) {
 			continue
 		}
-		b.Run("impl="+levelName(k), func(b *testing.B) { withLevel(k, func() { f(b) }) })
+		b.Run("impl="+SIMDName(k), func(b *testing.B) { withKernels(k, func() { f(b) }) })
 	}
 }
 

@@ -169,7 +169,7 @@ var testTypes = []planar.Type{planar.F32, planar.F16, planar.BF16, planar.Q4_0, 
 // It runs with the scalar kernels and, where they run, the assembly ones.
 func TestMatMatAgainstRef(t *testing.T) {
 	for _, k := range levelModes() {
-		t.Run(levelName(k), func(t *testing.T) { withLevel(k, func() { testMatMatAgainstRef(t) }) })
+		t.Run(SIMDName(k), func(t *testing.T) { withKernels(k, func() { testMatMatAgainstRef(t) }) })
 	}
 }
 
@@ -348,7 +348,7 @@ func TestCheck(t *testing.T) {
 
 func TestNoAllocs(t *testing.T) {
 	for _, k := range levelModes() {
-		t.Run(levelName(k), func(t *testing.T) { withLevel(k, func() { testNoAllocs(t) }) })
+		t.Run(SIMDName(k), func(t *testing.T) { withKernels(k, func() { testNoAllocs(t) }) })
 	}
 }
 

@@ -70,7 +70,7 @@ func TestPoolFor(t *testing.T) {
 // calls are serialised and each gets its own correct result.
 func TestPoolConcurrentCallers(t *testing.T) {
 	for _, k := range levelModes() {
-		t.Run(levelName(k), func(t *testing.T) { withLevel(k, func() { testPoolConcurrentCallers(t) }) })
+		t.Run(SIMDName(k), func(t *testing.T) { withKernels(k, func() { testPoolConcurrentCallers(t) }) })
 	}
 }
 

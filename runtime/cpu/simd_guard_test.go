@@ -33,7 +33,7 @@ func TestKernelsStayInBlob(t *testing.T) {
 				for _, b := range []int{1, 6} {
 					x := randomX(rng, b*g.K)
 					y := make([]float32, b*g.N)
-					withLevel(k, func() { MatMat(gm, x, y, b, nil) })
+					withKernels(k, func() { MatMat(gm, x, y, b, nil) })
 				}
 			}
 			unix.Munmap(mem)

@@ -44,21 +44,6 @@ func modeName(on bool) string {
 // (avx512 where the CPU has it, avx2).
 func levelModes() []*kernels { return append([]*kernels{nil}, levels()...) }
 
-// withLevel runs f with kernel set k (nil: the scalar kernels).
-func withLevel(k *kernels, f func()) {
-	was := active.Swap(k)
-	defer active.Store(was)
-	f()
-}
-
-// levelName names a kernel set: "go" for nil.
-func levelName(k *kernels) string {
-	if k == nil {
-		return "go"
-	}
-	return k.name
-}
-
 // testLevel is an assembly kernel set a comparison test checks against the
 // scalar kernels.
 type testLevel struct {
@@ -159,10 +144,10 @@ func TestSIMDMatchesGo(t *testing.T) {
 						for i := range ybuf {
 							ybuf[i] = -12345
 						}
-						withLevel(set, func() { MatMat(m, x, ybuf[:b*g.N], b, pool) })
+						withKernels(set, func() { MatMat(m, x, ybuf[:b*g.N], b, pool) })
 						for i := b * g.N; i < len(ybuf); i++ {
 							if ybuf[i] != -12345 {
-								t.Fatalf("%s %s: wrote past y at %d", name, levelName(set), i)
+								t.Fatalf("%s %s: wrote past y at %d", name, SIMDName(set), i)
 							}
 						}
 						ys[k] = ybuf[:b*g.N]
@@ -296,7 +281,7 @@ func TestSIMDAllF16Scales(t *testing.T) {
 				var ys [2][]float32
 				for k, set := range []*kernels{nil, ks} {
 					ys[k] = make([]float32, b*g.N)
-					withLevel(set, func() { MatMat(m, x, ys[k], b, nil) })
+					withKernels(set, func() { MatMat(m, x, ys[k], b, nil) })
 				}
 				for i := range ys[0] {
 					if !sameBits(ys[0][i], ys[1][i]) {
@@ -321,13 +306,20 @@ func fuzzGeometry(typ uint8, n uint16, tileUnits, tiles, cols uint8) planar.Geom
 	return planar.Geometry{Type: t, N: 1 + int(n)%300, K: T * (1 + int(tiles)%4), Columns: 1 + int(cols)%8, KTile: T}
 }
 
-// fuzzMatMat compares the assembly path with the scalar kernels on a
-// blob of arbitrary bytes (any scale, any code: the kernels read no
-// structure into them), for b tokens of finite activations.
+// fuzzMatMat compares the assembly path of every kernel set this CPU runs
+// with the scalar kernels on a blob of arbitrary bytes (any scale, any
+// code: the kernels read no structure into them), for b tokens of finite
+// activations.
 func fuzzMatMat(t *testing.T, g planar.Geometry, b int, seed uint64, raw []byte) {
 	if !haveAVX2 {
 		t.Skip("no assembly kernels on this machine or build")
 	}
+	compareArbitrary(t, g, b, seed, raw, levels())
+}
+
+// compareArbitrary is fuzzMatMat for the kernel sets sets.
+func compareArbitrary(t *testing.T, g planar.Geometry, b int, seed uint64, raw []byte, sets []*kernels) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	blob := make([]byte, g.Size())
 	for i := range blob {
@@ -349,16 +341,37 @@ func fuzzMatMat(t *testing.T, g planar.Geometry, b int, seed uint64, raw []byte)
 		}
 	}
 	want := make([]float32, b*g.N)
-	withLevel(nil, func() { MatMat(m, x, want, b, nil) })
-	for _, ks := range levels() {
+	withKernels(nil, func() { MatMat(m, x, want, b, nil) })
+	for _, ks := range sets {
 		got := make([]float32, b*g.N)
-		withLevel(ks, func() { MatMat(m, x, got, b, nil) })
+		withKernels(ks, func() { MatMat(m, x, got, b, nil) })
 		for i := range want {
 			if !sameBits(want[i], got[i]) {
 				t.Fatalf("%+v B%d: y[%d] (token %d row %d): go %v, %s %v", g, b, i, i/g.N, i%g.N, want[i], ks.name, got[i])
 			}
 		}
 	}
+}
+
+// TestSIMDArbitraryCodes runs the fuzz targets' comparison on every level
+// of testLevels (the AVX-512 set under x86sim where the CPU has no
+// AVX-512, which the fuzz targets themselves do not run: too slow for
+// their iteration counts) over 120 seeded cases: random geometries, 1 to
+// 13 tokens, blobs of random bytes, so codes and scales outside what a
+// quantiser writes (Q6_K codes beyond -32..31, any f16) included.
+func TestSIMDArbitraryCodes(t *testing.T) {
+	forLevels(t, func(t *testing.T, ks *kernels) {
+		rng := rand.New(rand.NewPCG(61, 62))
+		for i := 0; i < 120; i++ {
+			g := fuzzGeometry(uint8(i), uint16(rng.IntN(1<<16)), uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256)))
+			b := 1 // MatVec: the rows kernels, for every format
+			if i%12 >= 6 {
+				b = 2 + rng.IntN(12) // the token kernels
+			}
+			raw := []byte{byte(rng.IntN(256)), byte(rng.IntN(256)), byte(rng.IntN(256))}
+			compareArbitrary(t, g, b, rng.Uint64(), raw, []*kernels{ks})
+		}
+	})
 }
 
 // FuzzMatVec checks MatVec's assembly path against the scalar kernels
