@@ -4785,8 +4785,35 @@ DATA idxRed<>+48(SB)/8, $0x0000000000000000
 DATA idxRed<>+56(SB)/8, $0x0000000000000000
 GLOBL idxRed<>(SB), RODATA|NOPTR, $64
 
-DATA c20x4<>+0(SB)/8, $0x0000000020202020
-GLOBL c20x4<>(SB), RODATA|NOPTR, $8
+DATA idxRed8<>+0(SB)/8, $0x0000000800000000
+DATA idxRed8<>+8(SB)/8, $0x0000000900000001
+DATA idxRed8<>+16(SB)/8, $0x0000001800000010
+DATA idxRed8<>+24(SB)/8, $0x0000001900000011
+DATA idxRed8<>+32(SB)/8, $0x0000000c00000004
+DATA idxRed8<>+40(SB)/8, $0x0000000d00000005
+DATA idxRed8<>+48(SB)/8, $0x0000001c00000014
+DATA idxRed8<>+56(SB)/8, $0x0000001d00000015
+GLOBL idxRed8<>(SB), RODATA|NOPTR, $64
+
+DATA idxST8<>+0(SB)/8, $0x0000000200000000
+DATA idxST8<>+8(SB)/8, $0x0000000600000004
+DATA idxST8<>+16(SB)/8, $0x0000000a00000008
+DATA idxST8<>+24(SB)/8, $0x0000000e0000000c
+DATA idxST8<>+32(SB)/8, $0x0000000300000001
+DATA idxST8<>+40(SB)/8, $0x0000000700000005
+DATA idxST8<>+48(SB)/8, $0x0000000b00000009
+DATA idxST8<>+56(SB)/8, $0x0000000f0000000d
+GLOBL idxST8<>(SB), RODATA|NOPTR, $64
+
+DATA idxB8<>+0(SB)/8, $0x0000000000000000
+DATA idxB8<>+8(SB)/8, $0x0000000000000000
+DATA idxB8<>+16(SB)/8, $0x0000000000000000
+DATA idxB8<>+24(SB)/8, $0x0000000000000000
+DATA idxB8<>+32(SB)/8, $0x0000000100000001
+DATA idxB8<>+40(SB)/8, $0x0000000100000001
+DATA idxB8<>+48(SB)/8, $0x0000000100000001
+DATA idxB8<>+56(SB)/8, $0x0000000100000001
+GLOBL idxB8<>(SB), RODATA|NOPTR, $64
 
 DATA scMaskZ0<>+0(SB)/8, $0x8000800080008000
 DATA scMaskZ0<>+8(SB)/8, $0x8000800080008000
@@ -4897,11 +4924,20 @@ TEXT ·q8_0RowsAVX512(SB), NOSPLIT, $48-88
 	MOVQ         d+40(FP), BX
 	MOVQ         np+48(FP), SI
 	SHLQ         $0x03, SI
+	MOVL         $0x00000002, DI
+	KMOVW        DI, K1
+	MOVL         $0x00000004, DI
+	KMOVW        DI, K2
+	MOVL         $0x00000008, DI
+	KMOVW        DI, K3
 	VMOVDQU64    idxRed<>+0(SB), Z0
 	VMOVDQU64    idx01<>+0(SB), Y1
 	VMOVDQU64    idxT<>+0(SB), Y2
-	VPBROADCASTD c80x4<>+0(SB), Z3
-	VPXORD       Z4, Z4, Z4
+	VMOVDQU64    idxRed8<>+0(SB), Z3
+	VMOVDQU64    idxST8<>+0(SB), Z4
+	VMOVDQU64    idxB8<>+0(SB), Z5
+	VPBROADCASTD c80x4<>+0(SB), Z6
+	VPXORD       Z7, Z7, Z7
 	MOVQ         $0x00000000, 32(SP)
 
 q8_0RowsAVX512_tile:
@@ -4917,15 +4953,133 @@ q8_0RowsAVX512_tile:
 	ADDQ $0x00000800, DI
 	MOVQ DI, 40(SP)
 
-q8_0RowsAVX512_rows:
+q8_0RowsAVX512_rows8:
+	CMPQ   16(SP), $0x08
+	JL     q8_0RowsAVX512_rows4
+	MOVQ   (SP), DI
+	MOVQ   8(SP), R8
+	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+
+q8_0RowsAVX512_rows8_pair:
+	MOVQ          40(SP), R10
+	PREFETCHT0    (R10)
+	PREFETCHT0    64(R10)
+	PREFETCHT0    128(R10)
+	PREFETCHT0    192(R10)
+	PREFETCHT0    256(R10)
+	PREFETCHT0    320(R10)
+	PREFETCHT0    384(R10)
+	PREFETCHT0    448(R10)
+	ADDQ          $0x00000200, R10
+	MOVQ          R10, 40(SP)
+	LEAQ          (DI)(AX*2), R10
+	LEAQ          (DI)(AX*4), R11
+	LEAQ          (R11)(AX*2), R12
+	VMOVDQU64     (DX)(R9*8), Z9
+	VPXORD        Z10, Z10, Z10
+	VPDPBUSD      Z9, Z6, Z10
+	VPSUBD        Z10, Z7, Z11
+	VPXORD        (DI), Z6, Z12
+	VPDPBUSD      Z9, Z12, Z11
+	VPSUBD        Z10, Z7, Z12
+	VPXORD        (DI)(AX*1), Z6, Z15
+	VPDPBUSD      Z9, Z15, Z12
+	VPSUBD        Z10, Z7, Z15
+	VPXORD        (DI)(AX*2), Z6, Z16
+	VPDPBUSD      Z9, Z16, Z15
+	VPSUBD        Z10, Z7, Z16
+	VPXORD        (R10)(AX*1), Z6, Z17
+	VPDPBUSD      Z9, Z17, Z16
+	VPSUBD        Z10, Z7, Z17
+	VPXORD        (R11), Z6, Z18
+	VPDPBUSD      Z9, Z18, Z17
+	VPSUBD        Z10, Z7, Z18
+	VPXORD        (R11)(AX*1), Z6, Z19
+	VPDPBUSD      Z9, Z19, Z18
+	VPSUBD        Z10, Z7, Z19
+	VPXORD        (R11)(AX*2), Z6, Z20
+	VPDPBUSD      Z9, Z20, Z19
+	VPSUBD        Z10, Z7, Z20
+	VPXORD        (R12)(AX*1), Z6, Z21
+	VPDPBUSD      Z9, Z21, Z20
+	VSHUFI64X2    $0x88, Z12, Z11, Z9
+	VSHUFI64X2    $0xdd, Z12, Z11, Z11
+	VPADDD        Z11, Z9, Z9
+	VSHUFI64X2    $0x88, Z16, Z15, Z11
+	VSHUFI64X2    $0xdd, Z16, Z15, Z12
+	VPADDD        Z12, Z11, Z11
+	VSHUFI64X2    $0x88, Z18, Z17, Z12
+	VSHUFI64X2    $0xdd, Z18, Z17, Z15
+	VPADDD        Z15, Z12, Z12
+	VSHUFI64X2    $0x88, Z20, Z19, Z15
+	VSHUFI64X2    $0xdd, Z20, Z19, Z16
+	VPADDD        Z16, Z15, Z15
+	VPUNPCKLDQ    Z11, Z9, Z16
+	VPUNPCKHDQ    Z11, Z9, Z9
+	VPADDD        Z9, Z16, Z16
+	VPSHUFD       $0x4e, Z16, Z9
+	VPADDD        Z9, Z16, Z16
+	VPUNPCKLDQ    Z15, Z12, Z9
+	VPUNPCKHDQ    Z15, Z12, Z11
+	VPADDD        Z11, Z9, Z9
+	VPSHUFD       $0x4e, Z9, Z11
+	VPADDD        Z11, Z9, Z9
+	VPERMT2D      Z9, Z3, Z16
+	VCVTDQ2PS     Z16, Z9
+	LEAQ          (R8)(CX*4), R10
+	VMOVD         (R10), X11
+	VPBROADCASTD  (R10)(CX*1), K1, X11
+	VPBROADCASTD  (R10)(CX*2), K2, X11
+	LEAQ          (R10)(CX*2), R10
+	VPBROADCASTD  (R10)(CX*1), K3, X11
+	VMOVD         (R8), X13
+	VPBROADCASTD  (R8)(CX*1), K1, X13
+	VPBROADCASTD  (R8)(CX*2), K2, X13
+	LEAQ          (R8)(CX*2), R10
+	VPBROADCASTD  (R10)(CX*1), K3, X13
+	VINSERTI32X4  $0x01, X11, Y13, Y11
+	VCVTPH2PS     Y11, Z11
+	VPERMPS       Z11, Z4, Z11
+	VMOVQ         (BX)(R9*1), X13
+	VPERMD        Z13, Z5, Z12
+	VMULPS        Z12, Z11, Z11
+	VMULPS        Z11, Z9, Z9
+	VADDPS        Y9, Y8, Y8
+	VEXTRACTF64X4 $0x01, Z9, Y9
+	VADDPS        Y9, Y8, Y8
+	ADDQ          $0x40, DI
+	ADDQ          $0x04, R8
+	ADDQ          $0x08, R9
+	CMPQ          R9, SI
+	JL            q8_0RowsAVX512_rows8_pair
+	MOVQ          24(SP), DI
+	CMPQ          32(SP), $0x00
+	JE            q8_0RowsAVX512_rows8_store
+	VADDPS        (DI), Y8, Y8
+
+q8_0RowsAVX512_rows8_store:
+	VMOVUPS Y8, (DI)
+	ADDQ    $0x20, DI
+	MOVQ    DI, 24(SP)
+	MOVQ    (SP), DI
+	LEAQ    (DI)(AX*8), DI
+	MOVQ    DI, (SP)
+	MOVQ    8(SP), DI
+	LEAQ    (DI)(CX*8), DI
+	MOVQ    DI, 8(SP)
+	SUBQ    $0x08, 16(SP)
+	JMP     q8_0RowsAVX512_rows8
+
+q8_0RowsAVX512_rows4:
 	CMPQ   16(SP), $0x04
 	JL     q8_0RowsAVX512_rowsdone
 	MOVQ   (SP), DI
 	MOVQ   8(SP), R8
 	XORQ   R9, R9
-	VXORPS X5, X5, X5
+	VXORPS X8, X8, X8
 
-q8_0RowsAVX512_pair:
+q8_0RowsAVX512_rows4_pair:
 	MOVQ         40(SP), R10
 	PREFETCHT0   (R10)
 	PREFETCHT0   64(R10)
@@ -4933,61 +5087,61 @@ q8_0RowsAVX512_pair:
 	PREFETCHT0   192(R10)
 	ADDQ         $0x00000100, R10
 	MOVQ         R10, 40(SP)
-	VMOVDQU64    (DX)(R9*8), Z6
-	VPXORD       Z7, Z7, Z7
-	VPDPBUSD     Z6, Z3, Z7
 	LEAQ         (DI)(AX*2), R10
-	VPSUBD       Z7, Z4, Z8
-	VPXORD       (DI), Z3, Z9
-	VPDPBUSD     Z6, Z9, Z8
-	VPSUBD       Z7, Z4, Z9
-	VPXORD       (DI)(AX*1), Z3, Z11
-	VPDPBUSD     Z6, Z11, Z9
-	VPSUBD       Z7, Z4, Z11
-	VPXORD       (DI)(AX*2), Z3, Z12
-	VPDPBUSD     Z6, Z12, Z11
-	VPSUBD       Z7, Z4, Z12
-	VPXORD       (R10)(AX*1), Z3, Z13
-	VPDPBUSD     Z6, Z13, Z12
-	VSHUFI64X2   $0x88, Z9, Z8, Z6
-	VSHUFI64X2   $0xdd, Z9, Z8, Z8
-	VPADDD       Z8, Z6, Z6
-	VSHUFI64X2   $0x88, Z12, Z11, Z8
-	VSHUFI64X2   $0xdd, Z12, Z11, Z9
-	VPADDD       Z9, Z8, Z8
-	VPUNPCKLDQ   Z8, Z6, Z9
-	VPUNPCKHDQ   Z8, Z6, Z6
-	VPADDD       Z6, Z9, Z9
-	VPSHUFD      $0x4e, Z9, Z6
-	VPADDD       Z6, Z9, Z9
-	VPERMD       Z9, Z0, Z9
-	VCVTDQ2PS    Y9, Y6
-	VMOVD        (R8), X8
-	VPINSRD      $0x01, (R8)(CX*1), X8, X8
-	VPINSRD      $0x02, (R8)(CX*2), X8, X8
+	VMOVDQU64    (DX)(R9*8), Z9
+	VPXORD       Z14, Z14, Z14
+	VPDPBUSD     Z9, Z6, Z14
+	VPSUBD       Z14, Z7, Z11
+	VPXORD       (DI), Z6, Z12
+	VPDPBUSD     Z9, Z12, Z11
+	VPSUBD       Z14, Z7, Z12
+	VPXORD       (DI)(AX*1), Z6, Z15
+	VPDPBUSD     Z9, Z15, Z12
+	VPSUBD       Z14, Z7, Z15
+	VPXORD       (DI)(AX*2), Z6, Z16
+	VPDPBUSD     Z9, Z16, Z15
+	VPSUBD       Z14, Z7, Z16
+	VPXORD       (R10)(AX*1), Z6, Z17
+	VPDPBUSD     Z9, Z17, Z16
+	VSHUFI64X2   $0x88, Z12, Z11, Z9
+	VSHUFI64X2   $0xdd, Z12, Z11, Z11
+	VPADDD       Z11, Z9, Z9
+	VSHUFI64X2   $0x88, Z16, Z15, Z11
+	VSHUFI64X2   $0xdd, Z16, Z15, Z12
+	VPADDD       Z12, Z11, Z11
+	VPUNPCKLDQ   Z11, Z9, Z12
+	VPUNPCKHDQ   Z11, Z9, Z9
+	VPADDD       Z9, Z12, Z12
+	VPSHUFD      $0x4e, Z12, Z9
+	VPADDD       Z9, Z12, Z12
+	VPERMD       Z12, Z0, Z12
+	VCVTDQ2PS    Y12, Y9
+	VMOVD        (R8), X11
+	VPBROADCASTD (R8)(CX*1), K1, X11
+	VPBROADCASTD (R8)(CX*2), K2, X11
 	LEAQ         (R8)(CX*2), R10
-	VPINSRD      $0x03, (R10)(CX*1), X8, X8
-	VCVTPH2PS    X8, Y8
-	VPERMPS      Y8, Y2, Y8
-	VMOVQ        (BX)(R9*1), X10
-	VPERMD       Y10, Y1, Y9
-	VMULPS       Y9, Y8, Y8
-	VMULPS       Y8, Y6, Y6
-	VADDPS       X6, X5, X5
-	VEXTRACTF128 $0x01, Y6, X6
-	VADDPS       X6, X5, X5
+	VPBROADCASTD (R10)(CX*1), K3, X11
+	VCVTPH2PS    X11, Y11
+	VPERMPS      Y11, Y2, Y11
+	VMOVQ        (BX)(R9*1), X13
+	VPERMD       Y13, Y1, Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       Y11, Y9, Y9
+	VADDPS       X9, X8, X8
+	VEXTRACTF128 $0x01, Y9, X9
+	VADDPS       X9, X8, X8
 	ADDQ         $0x40, DI
 	ADDQ         $0x04, R8
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           q8_0RowsAVX512_pair
+	JL           q8_0RowsAVX512_rows4_pair
 	MOVQ         24(SP), DI
 	CMPQ         32(SP), $0x00
-	JE           q8_0RowsAVX512_store
-	VADDPS       (DI), X5, X5
+	JE           q8_0RowsAVX512_rows4_store
+	VADDPS       (DI), X8, X8
 
-q8_0RowsAVX512_store:
-	VMOVUPS X5, (DI)
+q8_0RowsAVX512_rows4_store:
+	VMOVUPS X8, (DI)
 	ADDQ    $0x10, DI
 	MOVQ    DI, 24(SP)
 	MOVQ    (SP), DI
@@ -4997,7 +5151,7 @@ q8_0RowsAVX512_store:
 	LEAQ    (DI)(CX*4), DI
 	MOVQ    DI, 8(SP)
 	SUBQ    $0x04, 16(SP)
-	JMP     q8_0RowsAVX512_rows
+	JMP     q8_0RowsAVX512_rows4
 
 q8_0RowsAVX512_rowsdone:
 	MOVQ codes+0(FP), DI
@@ -5024,10 +5178,19 @@ TEXT ·q4_0RowsAVX512(SB), NOSPLIT, $48-96
 	MOVQ         s+48(FP), SI
 	MOVQ         np+56(FP), DI
 	SHLQ         $0x03, DI
+	MOVL         $0x00000002, R8
+	KMOVW        R8, K1
+	MOVL         $0x00000004, R8
+	KMOVW        R8, K2
+	MOVL         $0x00000008, R8
+	KMOVW        R8, K3
 	VMOVDQU64    idxRed<>+0(SB), Z0
 	VMOVDQU64    idx01<>+0(SB), Y1
 	VMOVDQU64    idxT<>+0(SB), Y2
-	VPBROADCASTD c0Fx4<>+0(SB), Z3
+	VMOVDQU64    idxRed8<>+0(SB), Z3
+	VMOVDQU64    idxST8<>+0(SB), Z4
+	VMOVDQU64    idxB8<>+0(SB), Z5
+	VPBROADCASTD c0Fx4<>+0(SB), Z6
 	MOVQ         $0x00000000, 32(SP)
 
 q4_0RowsAVX512_tile:
@@ -5043,76 +5206,189 @@ q4_0RowsAVX512_tile:
 	ADDQ $0x00000800, R8
 	MOVQ R8, 40(SP)
 
-q4_0RowsAVX512_rows:
+q4_0RowsAVX512_rows8:
+	CMPQ   16(SP), $0x08
+	JL     q4_0RowsAVX512_rows4
+	MOVQ   (SP), R8
+	MOVQ   8(SP), R9
+	XORQ   R10, R10
+	VXORPS Y7, Y7, Y7
+
+q4_0RowsAVX512_rows8_pair:
+	MOVQ            40(SP), R11
+	PREFETCHT0      (R11)
+	PREFETCHT0      64(R11)
+	PREFETCHT0      128(R11)
+	PREFETCHT0      192(R11)
+	ADDQ            $0x00000100, R11
+	MOVQ            R11, 40(SP)
+	LEAQ            (R8)(AX*2), R11
+	LEAQ            (R8)(AX*4), R12
+	LEAQ            (R12)(AX*2), R13
+	VBROADCASTI64X4 (DX)(R10*8), Z8
+	VBROADCASTI64X4 32(DX)(R10*8), Z9
+	VMOVDQU64       (R8), Y10
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z10, Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z6, Z10, Z10
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z12, Z12, Z12
+	VPDPBUSD        Z8, Z10, Z12
+	VPDPBUSD        Z9, Z11, Z12
+	VMOVDQU64       (R8)(AX*2), Y13
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z13, Z13
+	VPSRLW          $0x04, Z13, Z11
+	VPANDD          Z6, Z13, Z13
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z14, Z14, Z14
+	VPDPBUSD        Z8, Z13, Z14
+	VPDPBUSD        Z9, Z11, Z14
+	VMOVDQU64       (R12), Y15
+	VINSERTI64X4    $0x01, (R12)(AX*1), Z15, Z15
+	VPSRLW          $0x04, Z15, Z11
+	VPANDD          Z6, Z15, Z15
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z16, Z16, Z16
+	VPDPBUSD        Z8, Z15, Z16
+	VPDPBUSD        Z9, Z11, Z16
+	VMOVDQU64       (R12)(AX*2), Y17
+	VINSERTI64X4    $0x01, (R13)(AX*1), Z17, Z17
+	VPSRLW          $0x04, Z17, Z11
+	VPANDD          Z6, Z17, Z17
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z18, Z18, Z18
+	VPDPBUSD        Z8, Z17, Z18
+	VPDPBUSD        Z9, Z11, Z18
+	VPUNPCKLDQ      Z14, Z12, Z8
+	VPUNPCKHDQ      Z14, Z12, Z9
+	VPADDD          Z9, Z8, Z8
+	VPSHUFD         $0x4e, Z8, Z9
+	VPADDD          Z9, Z8, Z8
+	VPUNPCKLDQ      Z18, Z16, Z9
+	VPUNPCKHDQ      Z18, Z16, Z11
+	VPADDD          Z11, Z9, Z9
+	VPSHUFD         $0x4e, Z9, Z11
+	VPADDD          Z11, Z9, Z9
+	VPERMT2D        Z9, Z3, Z8
+	VMOVQ           (SI)(R10*1), X19
+	VPERMD          Z19, Z5, Z9
+	VPSLLD          $0x03, Z9, Z9
+	VPSUBD          Z9, Z8, Z8
+	VCVTDQ2PS       Z8, Z8
+	LEAQ            (R9)(CX*4), R11
+	VMOVD           (R11), X9
+	VPBROADCASTD    (R11)(CX*1), K1, X9
+	VPBROADCASTD    (R11)(CX*2), K2, X9
+	LEAQ            (R11)(CX*2), R11
+	VPBROADCASTD    (R11)(CX*1), K3, X9
+	VMOVD           (R9), X19
+	VPBROADCASTD    (R9)(CX*1), K1, X19
+	VPBROADCASTD    (R9)(CX*2), K2, X19
+	LEAQ            (R9)(CX*2), R11
+	VPBROADCASTD    (R11)(CX*1), K3, X19
+	VINSERTI32X4    $0x01, X9, Y19, Y9
+	VCVTPH2PS       Y9, Z9
+	VPERMPS         Z9, Z4, Z9
+	VMOVQ           (BX)(R10*1), X19
+	VPERMD          Z19, Z5, Z11
+	VMULPS          Z11, Z9, Z9
+	VMULPS          Z9, Z8, Z8
+	VADDPS          Y8, Y7, Y7
+	VEXTRACTF64X4   $0x01, Z8, Y8
+	VADDPS          Y8, Y7, Y7
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x08, R10
+	CMPQ            R10, DI
+	JL              q4_0RowsAVX512_rows8_pair
+	MOVQ            24(SP), R8
+	CMPQ            32(SP), $0x00
+	JE              q4_0RowsAVX512_rows8_store
+	VADDPS          (R8), Y7, Y7
+
+q4_0RowsAVX512_rows8_store:
+	VMOVUPS Y7, (R8)
+	ADDQ    $0x20, R8
+	MOVQ    R8, 24(SP)
+	MOVQ    (SP), R8
+	LEAQ    (R8)(AX*8), R8
+	MOVQ    R8, (SP)
+	MOVQ    8(SP), R8
+	LEAQ    (R8)(CX*8), R8
+	MOVQ    R8, 8(SP)
+	SUBQ    $0x08, 16(SP)
+	JMP     q4_0RowsAVX512_rows8
+
+q4_0RowsAVX512_rows4:
 	CMPQ   16(SP), $0x04
 	JL     q4_0RowsAVX512_rowsdone
 	MOVQ   (SP), R8
 	MOVQ   8(SP), R9
 	XORQ   R10, R10
-	VXORPS X4, X4, X4
+	VXORPS X10, X10, X10
 
-q4_0RowsAVX512_pair:
+q4_0RowsAVX512_rows4_pair:
 	MOVQ            40(SP), R11
 	PREFETCHT0      (R11)
 	PREFETCHT0      64(R11)
 	ADDQ            $0x00000080, R11
 	MOVQ            R11, 40(SP)
-	VBROADCASTI64X4 (DX)(R10*8), Z5
-	VBROADCASTI64X4 32(DX)(R10*8), Z6
 	LEAQ            (R8)(AX*2), R11
+	VBROADCASTI64X4 (DX)(R10*8), Z8
+	VBROADCASTI64X4 32(DX)(R10*8), Z9
 	VMOVDQU64       (R8), Y7
 	VINSERTI64X4    $0x01, (R8)(AX*1), Z7, Z7
-	VPSRLW          $0x04, Z7, Z8
-	VPANDD          Z3, Z7, Z7
-	VPANDD          Z3, Z8, Z8
-	VPXORD          Z9, Z9, Z9
-	VPDPBUSD        Z5, Z7, Z9
-	VPDPBUSD        Z6, Z8, Z9
-	VMOVDQU64       (R8)(AX*2), Y10
-	VINSERTI64X4    $0x01, (R11)(AX*1), Z10, Z10
-	VPSRLW          $0x04, Z10, Z8
-	VPANDD          Z3, Z10, Z10
-	VPANDD          Z3, Z8, Z8
-	VPXORD          Z11, Z11, Z11
-	VPDPBUSD        Z5, Z10, Z11
-	VPDPBUSD        Z6, Z8, Z11
-	VPUNPCKLDQ      Z11, Z9, Z5
-	VPUNPCKHDQ      Z11, Z9, Z6
-	VPADDD          Z6, Z5, Z5
-	VPSHUFD         $0x4e, Z5, Z6
-	VPADDD          Z6, Z5, Z5
-	VPERMD          Z5, Z0, Z5
-	VMOVQ           (SI)(R10*1), X12
-	VPERMD          Y12, Y1, Y6
-	VPSLLD          $0x03, Y6, Y6
-	VPSUBD          Y6, Y5, Y5
-	VCVTDQ2PS       Y5, Y5
-	VMOVD           (R9), X6
-	VPINSRD         $0x01, (R9)(CX*1), X6, X6
-	VPINSRD         $0x02, (R9)(CX*2), X6, X6
+	VPSRLW          $0x04, Z7, Z11
+	VPANDD          Z6, Z7, Z7
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z20, Z20, Z20
+	VPDPBUSD        Z8, Z7, Z20
+	VPDPBUSD        Z9, Z11, Z20
+	VMOVDQU64       (R8)(AX*2), Y22
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z22, Z22
+	VPSRLW          $0x04, Z22, Z11
+	VPANDD          Z6, Z22, Z22
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z21, Z21, Z21
+	VPDPBUSD        Z8, Z22, Z21
+	VPDPBUSD        Z9, Z11, Z21
+	VPUNPCKLDQ      Z21, Z20, Z8
+	VPUNPCKHDQ      Z21, Z20, Z9
+	VPADDD          Z9, Z8, Z8
+	VPSHUFD         $0x4e, Z8, Z9
+	VPADDD          Z9, Z8, Z8
+	VPERMD          Z8, Z0, Z8
+	VMOVQ           (SI)(R10*1), X19
+	VPERMD          Y19, Y1, Y7
+	VPSLLD          $0x03, Y7, Y7
+	VPSUBD          Y7, Y8, Y8
+	VCVTDQ2PS       Y8, Y7
+	VMOVD           (R9), X8
+	VPBROADCASTD    (R9)(CX*1), K1, X8
+	VPBROADCASTD    (R9)(CX*2), K2, X8
 	LEAQ            (R9)(CX*2), R11
-	VPINSRD         $0x03, (R11)(CX*1), X6, X6
-	VCVTPH2PS       X6, Y6
-	VPERMPS         Y6, Y2, Y6
-	VMOVQ           (BX)(R10*1), X12
-	VPERMD          Y12, Y1, Y7
-	VMULPS          Y7, Y6, Y6
-	VMULPS          Y6, Y5, Y5
-	VADDPS          X5, X4, X4
-	VEXTRACTF128    $0x01, Y5, X5
-	VADDPS          X5, X4, X4
+	VPBROADCASTD    (R11)(CX*1), K3, X8
+	VCVTPH2PS       X8, Y8
+	VPERMPS         Y8, Y2, Y8
+	VMOVQ           (BX)(R10*1), X19
+	VPERMD          Y19, Y1, Y9
+	VMULPS          Y9, Y8, Y8
+	VMULPS          Y8, Y7, Y7
+	VADDPS          X7, X10, X10
+	VEXTRACTF128    $0x01, Y7, X7
+	VADDPS          X7, X10, X10
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
 	ADDQ            $0x08, R10
 	CMPQ            R10, DI
-	JL              q4_0RowsAVX512_pair
+	JL              q4_0RowsAVX512_rows4_pair
 	MOVQ            24(SP), R8
 	CMPQ            32(SP), $0x00
-	JE              q4_0RowsAVX512_store
-	VADDPS          (R8), X4, X4
+	JE              q4_0RowsAVX512_rows4_store
+	VADDPS          (R8), X10, X10
 
-q4_0RowsAVX512_store:
-	VMOVUPS X4, (R8)
+q4_0RowsAVX512_rows4_store:
+	VMOVUPS X10, (R8)
 	ADDQ    $0x10, R8
 	MOVQ    R8, 24(SP)
 	MOVQ    (SP), R8
@@ -5122,7 +5398,7 @@ q4_0RowsAVX512_store:
 	LEAQ    (R8)(CX*4), R8
 	MOVQ    R8, 8(SP)
 	SUBQ    $0x04, 16(SP)
-	JMP     q4_0RowsAVX512_rows
+	JMP     q4_0RowsAVX512_rows4
 
 q4_0RowsAVX512_rowsdone:
 	MOVQ codes+0(FP), R8
@@ -5149,6 +5425,12 @@ TEXT ·q4_KRowsAVX512(SB), NOSPLIT, $64-112
 	VPBROADCASTD c0Fx4<>+0(SB), Z0
 	VMOVDQU64    scMaskZ0<>+0(SB), Z1
 	VMOVDQU64    scMaskZ1<>+0(SB), Z2
+	MOVL         $0x00000002, BX
+	KMOVW        BX, K1
+	MOVL         $0x00000004, BX
+	KMOVW        BX, K2
+	MOVL         $0x00000008, BX
+	KMOVW        BX, K3
 	VMOVDQU64    mMask<>+0(SB), X3
 	VMOVDQU64    idxT<>+0(SB), Y4
 	MOVQ         $0x00000000, 48(SP)
@@ -5314,10 +5596,10 @@ q4_KRowsAVX512_sb:
 	VPUNPCKLQDQ     X6, X11, X11
 	VPADDD          X8, X11, X11
 	VMOVD           (DI), X6
-	VPINSRD         $0x01, (DI)(DX*1), X6, X6
-	VPINSRD         $0x02, (DI)(DX*2), X6, X6
+	VPBROADCASTD    (DI)(DX*1), K1, X6
+	VPBROADCASTD    (DI)(DX*2), K2, X6
 	LEAQ            (DI)(DX*2), R11
-	VPINSRD         $0x03, (R11)(DX*1), X6, X6
+	VPBROADCASTD    (R11)(DX*1), K3, X6
 	VCVTPH2PS       X6, Y6
 	VPERMPS         Y6, Y4, Y6
 	VBROADCASTSS    (R9), Y8

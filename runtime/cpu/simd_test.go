@@ -535,7 +535,9 @@ var evexFVLBW = map[string]bool{
 	"VPUNPCKHQDQ": true, "VPMADDWD": true, "VPMADDUBSW": true, "VPERMD": true,
 	"VPERMPS": true, "VCVTDQ2PS": true, "VCVTPH2PS": true, "VMULPS": true, "VADDPS": true,
 	"VSUBPS": true, "VBROADCASTSS": true, "VMOVD": true, "VMOVQ": true, "VMOVUPS": true,
-	"VEXTRACTI64X4": true, "VINSERTI64X4": true,
+	"VEXTRACTI64X4": true, "VINSERTI64X4": true, "VINSERTI32X4": true, "VEXTRACTF64X4": true,
+	"VPBROADCASTD": true, "VPINSRW": true, "VPABSB": true, "VPSUBB": true, "VPMOVSXBW": true,
+	"VPERMW": true,
 }
 
 // TestSetLevel checks that every level Levels names can be selected and is

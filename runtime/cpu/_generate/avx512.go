@@ -44,7 +44,10 @@ var (
 	c80x4  Mem // 4 x 0x80: VPBROADCASTD to 64 bytes of 0x80
 	c0Fx4  Mem // 4 x 0x0f
 	idxRed Mem // int32 [0 8 1 9 4 12 5 13] then 0s: see reducePairs
-	c20x4  Mem // 4 x 0x20
+	// Eight rows: idxRed8 (VPERMT2D of two halfReduce results, the second
+	// at 16+) to [A r0..3 | A r4..7 | B r0..3 | B r4..7]; idxST8 the f16
+	// scales [r0A r0B r1A r1B ...] to the same; idxB8 [0 x8, 1 x8].
+	idxRed8, idxST8, idxB8 Mem
 	// Q4_K: lane L of scMaskZ[jj] makes int16 x8 of byte 4jj+L (the
 	// scale of sub-block 4jj+L) from the 16 scalemin bytes in every lane.
 	scMaskZ [2]Mem
@@ -67,7 +70,9 @@ func constants512() {
 	c80x4 = table("c80x4", i32(0x80808080, 0))
 	c0Fx4 = table("c0Fx4", i32(0x0f0f0f0f, 0))
 	idxRed = table("idxRed", i32(0, 8, 1, 9, 4, 12, 5, 13, 0, 0, 0, 0, 0, 0, 0, 0))
-	c20x4 = table("c20x4", i32(0x20202020, 0))
+	idxRed8 = table("idxRed8", i32(0, 8, 1, 9, 16, 24, 17, 25, 4, 12, 5, 13, 20, 28, 21, 29))
+	idxST8 = table("idxST8", i32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15))
+	idxB8 = table("idxB8", i32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1))
 	for jj := range scMaskZ {
 		b := make([]byte, 64)
 		for i := 0; i < 32; i++ {
@@ -144,20 +149,25 @@ func pairRows(v0, v1 VecVirtual) VecVirtual {
 	return p
 }
 
-// reducePairs sums the four dwords of each 128-bit lane of z01 = [r0A r0B
-// r1A r1B] and z23 = [r2A r2B r3A r3B] and returns them as the ymm [r0A
-// r1A r2A r3A | r0B r1B r2B r3B] (the low half of the zmm returned), the
-// layout of the AVX2 kernels' reduce4. Exact (int32). After the two
-// unpacks and the qword swap, lane L holds [sum z01.L, sum z23.L, same
-// again], so r0A is dword 0, r2A 1, r0B 4, r2B 5, r1A 8, r3A 9, r1B 12 and
-// r3B 13: the index idxRed.
-func reducePairs(z01, z23, idx VecVirtual) VecVirtual {
+// halfReduce sums the four dwords of each 128-bit lane of z01 = [r0A r0B
+// r1A r1B] and z23 = [r2A r2B r3A r3B]: after the two unpacks and the qword
+// swap, lane L holds [sum z01.L, sum z23.L, the same again], so r0A is
+// dword 0, r2A 1, r0B 4, r2B 5, r1A 8, r3A 9, r1B 12 and r3B 13. Exact.
+func halfReduce(z01, z23 VecVirtual) VecVirtual {
 	u, h := ZMM(), ZMM()
 	VPUNPCKLDQ(z23, z01, u) // [z01.0 z23.0 z01.1 z23.1]
 	VPUNPCKHDQ(z23, z01, h) // [z01.2 z23.2 z01.3 z23.3]
 	VPADDD(h, u, u)
 	VPSHUFD(U8(0x4e), u, h) // swap the qwords
 	VPADDD(h, u, u)
+	return u
+}
+
+// reducePairs is halfReduce then the permutation idxRed to the ymm [r0A
+// r1A r2A r3A | r0B r1B r2B r3B] (the low half of the zmm returned), the
+// layout of the AVX2 kernels' reduce4.
+func reducePairs(z01, z23, idx VecVirtual) VecVirtual {
+	u := halfReduce(z01, z23)
 	VPERMD(u, idx, u)
 	return u
 }
@@ -165,14 +175,42 @@ func reducePairs(z01, z23, idx VecVirtual) VecVirtual {
 // consts512 are the constants the AVX-512 rows kernels keep in registers.
 type consts512 struct {
 	idxRed, idx01, idxT VecVirtual
+	km                  [3]Register // gather4z's masks
 }
 
 func loadConsts512() consts512 {
-	c := consts512{ZMM(), YMM(), YMM()}
+	c := consts512{ZMM(), YMM(), YMM(), gatherMasks()}
 	VMOVDQU64(idxRed, c.idxRed)
 	VMOVDQU64(idx01, c.idx01)
 	VMOVDQU64(idxT, c.idxT)
 	return c
+}
+
+// gatherMasks returns the opmasks 0b10, 0b100 and 0b1000 for gather4z.
+func gatherMasks() [3]Register {
+	var km [3]Register
+	for i := range km {
+		r := GP32()
+		MOVL(U32(2<<i), r)
+		km[i] = K()
+		KMOVW(r, km[i])
+	}
+	return km
+}
+
+// gather4z is main.go's gather4 (the dwords at base + k*stride, k = 0..3,
+// into an xmm) with masked broadcasts in place of VPINSRD, whose EVEX form
+// (on X16-X31, which avo may give an AVX-512 kernel) needs AVX512DQ, a
+// feature the avx512 level does not check.
+func gather4z(base, stride Register, km [3]Register) VecVirtual {
+	g := XMM()
+	VMOVD(Mem{Base: base}, g)
+	VPBROADCASTD(Mem{Base: base, Index: stride, Scale: 1}, km[0], g)
+	VPBROADCASTD(Mem{Base: base, Index: stride, Scale: 2}, km[1], g)
+	t := GP64()
+	LEAQ(Mem{Base: base, Index: stride, Scale: 2}, t)
+	VPBROADCASTD(Mem{Base: t, Index: stride, Scale: 1}, km[2], g)
+	return g
 }
 
 // finish4 is the float part of one pair of blocks for four rows, exactly
@@ -184,7 +222,7 @@ func finish4(r VecVirtual, psc, ss Register, dx Mem, c consts512, acc VecVirtual
 	f := YMM()
 	VCVTDQ2PS(r.AsY(), f)
 	w := YMM()
-	VCVTPH2PS(gather4(psc, ss), w)
+	VCVTPH2PS(gather4z(psc, ss, c.km), w)
 	VPERMPS(w, c.idxT, w) // [dA r0..3 | dB r0..3]
 	v := XMM()
 	VMOVQ(dx, v)
@@ -195,139 +233,219 @@ func finish4(r VecVirtual, psc, ss Register, dx Mem, c consts512, acc VecVirtual
 	addTo(f, acc)
 }
 
-// rowsQ8x512 writes the Q8_0 rows kernel (the arguments of rowsQ8). Per
-// pair of blocks and row, one 64-byte load of the weights, flipped to
-// unsigned and multiplied by the token's 64 codes with one VPDPBUSD into
-// an accumulator that starts at -128*sum(a) per dword.
-func rowsQ8x512(name string) {
-	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int)")
-	rowsDoc(name, "dotQ8_0(codes, scales of row i, tile t; the token's codes and scales of tile t)")
+// rowsQ8x512 writes the Q8_0 rows kernel (the arguments of rowsQ8): rows32x512.
+func rowsQ8x512(name string) { rows32x512(name, true) }
+
+// rowsQ4x512 writes the Q4_0 rows kernel (the arguments of rowsQ4): rows32x512.
+func rowsQ4x512(name string) { rows32x512(name, false) }
+
+// rows32x512 writes the Q8_0 (q8) or Q4_0 rows kernel, eight rows per
+// step while eight remain, then four, a pair of 32-blocks at a time.
+//
+// Q8_0: per row one 64-byte load of the weights, flipped to unsigned
+// (w+128) and multiplied by the token's 64 codes with one VPDPBUSD, into an
+// accumulator that starts at -128*sum(a) per dword. Q4_0: two rows' 32
+// code bytes in one zmm [row k | row k+1], split into low nibbles (even
+// elements) and high (odd ones), multiplied by the token's permuted codes
+// (even elements of A and B, twice; odd elements, twice) with two
+// VPDPBUSD. Either way each pair of rows gives [r_k A, r_k B, r_k+1 A,
+// r_k+1 B] (partial dwords by 128-bit lane), which the reduction turns
+// into one dword per row and block; then the float part of the AVX2
+// kernel, one lane per row and block.
+func rows32x512(name string, q8 bool) {
+	if q8 {
+		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int)")
+		rowsDoc(name, "dotQ8_0(codes, scales of row i, tile t; the token's codes and scales of tile t)")
+	} else {
+		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)")
+		rowsDoc(name, "dotQ4_0(codes, scales of row i, tile t; the token's codes, scales and sums of tile t)")
+	}
 	Pragma("noescape")
 	cs := Load(Param("cstride"), GP64())
 	ss := Load(Param("sstride"), GP64())
 	a := Load(Param("a"), GP64())
 	d := Load(Param("d"), GP64())
+	var s Register
+	if !q8 {
+		s = Load(Param("s"), GP64())
+	}
 	lim := Load(Param("np"), GP64())
 	SHLQ(U8(3), lim)
 	c := loadConsts512()
-	m80, zero := ZMM(), ZMM()
-	VPBROADCASTD(c80x4, m80)
-	VPXORD(zero, zero, zero)
-	tv := beginTiles(name, "codes", "scales")
-
-	Label(name + "_rows")
-	CMPQ(tv.rows, U8(4))
-	JL(LabelRef(name + "_rowsdone"))
-	pc, psc := tv.load("codes"), tv.load("scales")
-	x := GP64() // 8*pair
-	XORQ(x, x)
-	acc := XMM()
-	VXORPS(acc, acc, acc)
-
-	Label(name + "_pair")
-	tv.prefetch(256) // 4 rows x 64 bytes of codes per pair
-	za := ZMM()
-	VMOVDQU64(Mem{Base: a, Index: x, Scale: 8}, za)
-	corr := ZMM()
-	VPXORD(corr, corr, corr)
-	vpdpbusd(za, m80, corr) // 128*sum(a) per dword
-	t := GP64()
-	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
-	var v [4]VecVirtual
-	for k := 0; k < 4; k++ {
-		v[k] = ZMM()
-		VPSUBD(corr, zero, v[k]) // -128*sum(a)
-		w := ZMM()
-		VPXORD(rowMem(pc, cs, t, k, 0), m80, w) // w+128
-		vpdpbusd(za, w, v[k])
+	red8, sT8, b8 := ZMM(), ZMM(), ZMM()
+	VMOVDQU64(idxRed8, red8)
+	VMOVDQU64(idxST8, sT8)
+	VMOVDQU64(idxB8, b8)
+	var m80, zero, m0F VecVirtual
+	if q8 {
+		m80, zero = ZMM(), ZMM()
+		VPBROADCASTD(c80x4, m80)
+		VPXORD(zero, zero, zero)
+	} else {
+		m0F = ZMM()
+		VPBROADCASTD(c0Fx4, m0F)
 	}
-	r := reducePairs(pairRows(v[0], v[1]), pairRows(v[2], v[3]), c.idxRed)
-	finish4(r, psc, ss, Mem{Base: d, Index: x, Scale: 1}, c, acc)
-	ADDQ(U8(64), pc)
-	ADDQ(U8(4), psc)
-	ADDQ(U8(8), x)
-	CMPQ(x, lim)
-	JL(LabelRef(name + "_pair"))
-	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss})
-
-	tv.endTiles(name, func() {
-		LEAQ(Mem{Base: a, Index: lim, Scale: 8}, a)
-		ADDQ(lim, d)
-	})
-}
-
-// rowsQ4x512 writes the Q4_0 rows kernel (the arguments of rowsQ4). Per
-// pair of blocks, two rows' 32 code bytes in one zmm [row k | row k+1],
-// split into low nibbles (even elements) and high (odd ones), multiplied
-// by the token's permuted codes (even elements of A and B, twice; odd
-// elements, twice) with two VPDPBUSD: dwords [r_k A, r_k B, r_k+1 A,
-// r_k+1 B] by 128-bit lane.
-func rowsQ4x512(name string) {
-	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)")
-	rowsDoc(name, "dotQ4_0(codes, scales of row i, tile t; the token's codes, scales and sums of tile t)")
-	Pragma("noescape")
-	cs := Load(Param("cstride"), GP64())
-	ss := Load(Param("sstride"), GP64())
-	a := Load(Param("a"), GP64())
-	d := Load(Param("d"), GP64())
-	s := Load(Param("s"), GP64())
-	lim := Load(Param("np"), GP64())
-	SHLQ(U8(3), lim)
-	c := loadConsts512()
-	m0F := ZMM()
-	VPBROADCASTD(c0Fx4, m0F)
 	tv := beginTiles(name, "codes", "scales")
+	strides := map[string]Register{"codes": cs, "scales": ss}
 
-	Label(name + "_rows")
-	CMPQ(tv.rows, U8(4))
-	JL(LabelRef(name + "_rowsdone"))
-	pc, psc := tv.load("codes"), tv.load("scales")
-	x := GP64() // 8*pair
-	XORQ(x, x)
-	acc := XMM()
-	VXORPS(acc, acc, acc)
+	for _, n := range []int{8, 4} {
+		lbl := fmt.Sprintf("%s_rows%d", name, n)
+		next := name + "_rows4"
+		if n == 4 {
+			next = name + "_rowsdone"
+		}
+		Label(lbl)
+		CMPQ(tv.rows, U8(n))
+		JL(LabelRef(next))
+		pc, psc := tv.load("codes"), tv.load("scales")
+		x := GP64() // 8*pair
+		XORQ(x, x)
+		var acc VecVirtual
+		if n == 8 {
+			acc = YMM()
+		} else {
+			acc = XMM()
+		}
+		VXORPS(acc, acc, acc)
 
-	Label(name + "_pair")
-	tv.prefetch(128) // 4 rows x 32 bytes of codes per pair
-	ae, ao := ZMM(), ZMM()
-	VBROADCASTI64X4(Mem{Base: a, Index: x, Scale: 8}, ae)           // even elements of A, B; twice
-	VBROADCASTI64X4(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, ao) // odd elements
-	t := GP64()
-	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
-	var z [2]VecVirtual
-	for p := 0; p < 2; p++ {
-		cz := ZMM()
-		VMOVDQU64(rowMem(pc, cs, t, 2*p, 0), cz.AsY())
-		VINSERTI64X4(U8(1), rowMem(pc, cs, t, 2*p+1, 0), cz, cz)
-		hi := ZMM()
-		VPSRLW(U8(4), cz, hi)
-		VPANDD(m0F, cz, cz)
-		VPANDD(m0F, hi, hi)
-		z[p] = ZMM()
-		VPXORD(z[p], z[p], z[p])
-		vpdpbusd(ae, cz, z[p])
-		vpdpbusd(ao, hi, z[p])
+		Label(lbl + "_pair")
+		if q8 {
+			tv.prefetch(64 * n)
+		} else {
+			tv.prefetch(32 * n)
+		}
+		// row k of the codes at rm(k, disp)
+		t := GP64()
+		LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+		var pc4, t4 Register
+		if n == 8 {
+			pc4, t4 = GP64(), GP64()
+			LEAQ(Mem{Base: pc, Index: cs, Scale: 4}, pc4)
+			LEAQ(Mem{Base: pc4, Index: cs, Scale: 2}, t4)
+		}
+		rm := func(k, disp int) Mem {
+			if k >= 4 {
+				return rowMem(pc4, cs, t4, k-4, disp)
+			}
+			return rowMem(pc, cs, t, k, disp)
+		}
+		z := make([]VecVirtual, n/2) // [r_2p A, r_2p B, r_2p+1 A, r_2p+1 B]
+		if q8 {
+			za := ZMM()
+			VMOVDQU64(Mem{Base: a, Index: x, Scale: 8}, za)
+			corr := ZMM()
+			VPXORD(corr, corr, corr)
+			vpdpbusd(za, m80, corr) // 128*sum(a) per dword
+			v := make([]VecVirtual, n)
+			for k := range v {
+				v[k] = ZMM()
+				VPSUBD(corr, zero, v[k]) // -128*sum(a)
+				w := ZMM()
+				VPXORD(rm(k, 0), m80, w) // w+128
+				vpdpbusd(za, w, v[k])
+			}
+			for p := range z {
+				z[p] = pairRows(v[2*p], v[2*p+1])
+			}
+		} else {
+			ae, ao := ZMM(), ZMM()
+			VBROADCASTI64X4(Mem{Base: a, Index: x, Scale: 8}, ae)           // even elements of A, B; twice
+			VBROADCASTI64X4(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, ao) // odd elements
+			for p := range z {
+				cz := ZMM()
+				VMOVDQU64(rm(2*p, 0), cz.AsY())
+				VINSERTI64X4(U8(1), rm(2*p+1, 0), cz, cz)
+				hi := ZMM()
+				VPSRLW(U8(4), cz, hi)
+				VPANDD(m0F, cz, cz)
+				VPANDD(m0F, hi, hi)
+				z[p] = ZMM()
+				VPXORD(z[p], z[p], z[p])
+				vpdpbusd(ae, cz, z[p])
+				vpdpbusd(ao, hi, z[p])
+			}
+		}
+		dx := Mem{Base: d, Index: x, Scale: 1}
+		if n == 4 {
+			r := reducePairs(z[0], z[1], c.idxRed)
+			if !q8 {
+				sv := XMM()
+				VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
+				sb := YMM()
+				VPERMD(sv.AsY(), c.idx01, sb)
+				VPSLLD(U8(3), sb, sb)
+				VPSUBD(sb, r.AsY(), r.AsY()) // - 8*sum(a)
+			}
+			finish4(r, psc, ss, dx, c, acc)
+		} else {
+			r := halfReduce(z[0], z[1])
+			VPERMT2D(halfReduce(z[2], z[3]), red8, r) // [A r0..3 | A r4..7 | B r0..3 | B r4..7]
+			if !q8 {
+				sv := XMM()
+				VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
+				sb := ZMM()
+				VPERMD(sv.AsZ(), b8, sb)
+				VPSLLD(U8(3), sb, sb)
+				VPSUBD(sb, r, r) // - 8*sum(a)
+			}
+			finish8(r, psc, ss, dx, sT8, b8, acc, c.km)
+		}
+		if q8 {
+			ADDQ(U8(64), pc) // code bytes per pair and row
+		} else {
+			ADDQ(U8(32), pc)
+		}
+		ADDQ(U8(4), psc)
+		ADDQ(U8(8), x)
+		CMPQ(x, lim)
+		JL(LabelRef(lbl + "_pair"))
+
+		y := GP64()
+		MOVQ(tv.y, y)
+		store(lbl, acc, y, tv.add)
+		ADDQ(U8(4*n), y)
+		MOVQ(y, tv.y)
+		for _, p := range tv.planes {
+			r := tv.load(p)
+			LEAQ(Mem{Base: r, Index: strides[p], Scale: uint8(n)}, r)
+			MOVQ(r, tv.local[p])
+		}
+		SUBQ(U8(n), tv.rows)
+		JMP(LabelRef(lbl))
 	}
-	r := reducePairs(z[0], z[1], c.idxRed) // sum(q*a)
-	sv := XMM()
-	VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
-	sb := YMM()
-	VPERMD(sv.AsY(), c.idx01, sb)
-	VPSLLD(U8(3), sb, sb)
-	VPSUBD(sb, r.AsY(), r.AsY()) // - 8*sum(a)
-	finish4(r, psc, ss, Mem{Base: d, Index: x, Scale: 1}, c, acc)
-	ADDQ(U8(32), pc)
-	ADDQ(U8(4), psc)
-	ADDQ(U8(8), x)
-	CMPQ(x, lim)
-	JL(LabelRef(name + "_pair"))
-	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss})
 
 	tv.endTiles(name, func() {
 		LEAQ(Mem{Base: a, Index: lim, Scale: 8}, a) // 64 bytes per pair
 		ADDQ(lim, d)                                // 2 floats per pair
-		ADDQ(lim, s)
+		if !q8 {
+			ADDQ(lim, s)
+		}
 	})
+}
+
+// finish8 is finish4 for eight rows: r is [A r0..3 | A r4..7 | B r0..3 |
+// B r4..7] (int32) and acc the rows' sums [r0..r7]; block A is added to
+// acc, then block B.
+func finish8(r VecVirtual, psc, ss Register, dx Mem, sT8, b8, acc VecVirtual, km [3]Register) {
+	f := ZMM()
+	VCVTDQ2PS(r, f)
+	p4 := GP64()
+	LEAQ(Mem{Base: psc, Index: ss, Scale: 4}, p4)
+	g := YMM()
+	VINSERTI32X4(U8(1), gather4z(p4, ss, km), gather4z(psc, ss, km).AsY(), g) // [r0 .. r7], f16 A and B each
+	w := ZMM()
+	VCVTPH2PS(g, w)
+	VPERMPS(w, sT8, w)
+	v := XMM()
+	VMOVQ(dx, v)
+	xv := ZMM()
+	VPERMD(v.AsZ(), b8, xv) // [dxA x8 | dxB x8]
+	VMULPS(xv, w, w)        // d_w * d_x
+	VMULPS(w, f, f)         // float32(isum) * (d_w*d_x)
+	VADDPS(f.AsY(), acc, acc)
+	h := YMM()
+	VEXTRACTF64X4(U8(1), f, h)
+	VADDPS(h, acc, acc)
 }
 
 // rowsQ4Kx512 writes the Q4_K rows kernel (the arguments of rowsK). Per
@@ -354,6 +472,7 @@ func rowsQ4Kx512(name string) {
 		scm[jj] = ZMM()
 		VMOVDQU64(scMaskZ[jj], scm[jj])
 	}
+	km := gatherMasks()
 	mm, it := XMM(), YMM()
 	VMOVDQU64(mMask, mm)
 	VMOVDQU64(idxT, it)
@@ -425,7 +544,7 @@ func rowsQ4Kx512(name string) {
 	}
 	sm := reduce4(m, false) // summ of rows 0..3
 	w := YMM()
-	VCVTPH2PS(gather4(pdm, ds), w)
+	VCVTPH2PS(gather4z(pdm, ds, km), w)
 	VPERMPS(w, it, w) // [d r0..3 | dmin r0..3]
 	dx := YMM()
 	VBROADCASTSS(Mem{Base: pd}, dx)
