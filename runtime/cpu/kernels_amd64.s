@@ -4835,6 +4835,59 @@ DATA scMaskZ1<>+48(SB)/8, $0x8007800780078007
 DATA scMaskZ1<>+56(SB)/8, $0x8007800780078007
 GLOBL scMaskZ1<>(SB), RODATA|NOPTR, $64
 
+DATA hShufZ<>+0(SB)/8, $0x0101010100000000
+DATA hShufZ<>+8(SB)/8, $0x0303030302020202
+DATA hShufZ<>+16(SB)/8, $0x0505050504040404
+DATA hShufZ<>+24(SB)/8, $0x0707070706060606
+DATA hShufZ<>+32(SB)/8, $0x0101010100000000
+DATA hShufZ<>+40(SB)/8, $0x0303030302020202
+DATA hShufZ<>+48(SB)/8, $0x0505050504040404
+DATA hShufZ<>+56(SB)/8, $0x0707070706060606
+GLOBL hShufZ<>(SB), RODATA|NOPTR, $64
+
+DATA hShufKZ<>+0(SB)/8, $0x0101010100000000
+DATA hShufKZ<>+8(SB)/8, $0x0303030302020202
+DATA hShufKZ<>+16(SB)/8, $0x0505050504040404
+DATA hShufKZ<>+24(SB)/8, $0x0707070706060606
+DATA hShufKZ<>+32(SB)/8, $0x0909090908080808
+DATA hShufKZ<>+40(SB)/8, $0x0b0b0b0b0a0a0a0a
+DATA hShufKZ<>+48(SB)/8, $0x0d0d0d0d0c0c0c0c
+DATA hShufKZ<>+56(SB)/8, $0x0f0f0f0f0e0e0e0e
+GLOBL hShufKZ<>(SB), RODATA|NOPTR, $64
+
+DATA hBitLo<>+0(SB)/8, $0x4010040140100401
+DATA hBitLo<>+8(SB)/8, $0x4010040140100401
+DATA hBitLo<>+16(SB)/8, $0x4010040140100401
+DATA hBitLo<>+24(SB)/8, $0x4010040140100401
+DATA hBitLo<>+32(SB)/8, $0x4010040140100401
+DATA hBitLo<>+40(SB)/8, $0x4010040140100401
+DATA hBitLo<>+48(SB)/8, $0x4010040140100401
+DATA hBitLo<>+56(SB)/8, $0x4010040140100401
+GLOBL hBitLo<>(SB), RODATA|NOPTR, $64
+
+DATA hBitHi<>+0(SB)/8, $0x8020080280200802
+DATA hBitHi<>+8(SB)/8, $0x8020080280200802
+DATA hBitHi<>+16(SB)/8, $0x8020080280200802
+DATA hBitHi<>+24(SB)/8, $0x8020080280200802
+DATA hBitHi<>+32(SB)/8, $0x8020080280200802
+DATA hBitHi<>+40(SB)/8, $0x8020080280200802
+DATA hBitHi<>+48(SB)/8, $0x8020080280200802
+DATA hBitHi<>+56(SB)/8, $0x8020080280200802
+GLOBL hBitHi<>(SB), RODATA|NOPTR, $64
+
+DATA hBitLH<>+0(SB)/8, $0x4010040140100401
+DATA hBitLH<>+8(SB)/8, $0x4010040140100401
+DATA hBitLH<>+16(SB)/8, $0x4010040140100401
+DATA hBitLH<>+24(SB)/8, $0x4010040140100401
+DATA hBitLH<>+32(SB)/8, $0x8020080280200802
+DATA hBitLH<>+40(SB)/8, $0x8020080280200802
+DATA hBitLH<>+48(SB)/8, $0x8020080280200802
+DATA hBitLH<>+56(SB)/8, $0x8020080280200802
+GLOBL hBitLH<>(SB), RODATA|NOPTR, $64
+
+DATA c10x4<>+0(SB)/8, $0x0000000010101010
+GLOBL c10x4<>(SB), RODATA|NOPTR, $8
+
 DATA scMaskP0<>+0(SB)/8, $0x8000800080008000
 DATA scMaskP0<>+8(SB)/8, $0x8000800080008000
 DATA scMaskP0<>+16(SB)/8, $0x8001800180018001
@@ -5413,6 +5466,325 @@ q4_0RowsAVX512_rowsdone:
 	MOVQ $0x00000001, 32(SP)
 	DECQ tiles+80(FP)
 	JNZ  q4_0RowsAVX512_tile
+	VZEROUPPER
+	RET
+
+// func q5_0RowsAVX512(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
+TEXT ·q5_0RowsAVX512(SB), NOSPLIT, $56-112
+	MOVQ         cstride+24(FP), AX
+	MOVQ         sstride+40(FP), CX
+	MOVQ         hstride+32(FP), DX
+	MOVQ         a+48(FP), BX
+	MOVQ         d+56(FP), SI
+	MOVQ         s+64(FP), DI
+	MOVQ         np+72(FP), R8
+	SHLQ         $0x03, R8
+	MOVL         $0x00000002, R9
+	KMOVW        R9, K1
+	MOVL         $0x00000004, R9
+	KMOVW        R9, K2
+	MOVL         $0x00000008, R9
+	KMOVW        R9, K3
+	VMOVDQU64    idxRed<>+0(SB), Z0
+	VMOVDQU64    idx01<>+0(SB), Y1
+	VMOVDQU64    idxT<>+0(SB), Y2
+	VMOVDQU64    idxRed8<>+0(SB), Z3
+	VMOVDQU64    idxST8<>+0(SB), Z4
+	VMOVDQU64    idxB8<>+0(SB), Z5
+	VPBROADCASTD c0Fx4<>+0(SB), Z6
+	VMOVDQU64    hShufZ<>+0(SB), Z7
+	VPBROADCASTD c10x4<>+0(SB), Z9
+	VMOVDQU64    hBitLo<>+0(SB), Z8
+	VMOVDQU64    hBitHi<>+0(SB), Z10
+	MOVL         $0x000000f0, R9
+	KMOVW        R9, K4
+	MOVQ         $0x00000000, 40(SP)
+
+q5_0RowsAVX512_tile:
+	MOVQ codes+0(FP), R9
+	MOVQ R9, (SP)
+	MOVQ scales+16(FP), R9
+	MOVQ R9, 8(SP)
+	MOVQ high+8(FP), R9
+	MOVQ R9, 16(SP)
+	MOVQ rows+88(FP), R9
+	MOVQ R9, 24(SP)
+	MOVQ y+80(FP), R9
+	MOVQ R9, 32(SP)
+	MOVQ codes+0(FP), R9
+	ADDQ $0x00000800, R9
+	MOVQ R9, 48(SP)
+
+q5_0RowsAVX512_rows8:
+	CMPQ   24(SP), $0x08
+	JL     q5_0RowsAVX512_rows4
+	MOVQ   (SP), R9
+	MOVQ   8(SP), R10
+	MOVQ   16(SP), R11
+	XORQ   R12, R12
+	VXORPS Y11, Y11, Y11
+
+q5_0RowsAVX512_rows8_pair:
+	MOVQ            48(SP), R13
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	PREFETCHT0      128(R13)
+	PREFETCHT0      192(R13)
+	ADDQ            $0x00000100, R13
+	MOVQ            R13, 48(SP)
+	LEAQ            (R9)(AX*2), R13
+	LEAQ            (R9)(AX*4), R14
+	LEAQ            (R14)(AX*2), R15
+	VBROADCASTI64X4 (BX)(R12*8), Z12
+	VBROADCASTI64X4 32(BX)(R12*8), Z13
+	VMOVDQU64       (R9), Y14
+	VINSERTI64X4    $0x01, (R9)(AX*1), Z14, Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z6, Z14, Z14
+	VPANDD          Z6, Z15, Z15
+	VPBROADCASTQ    (R11), Z16
+	VPBROADCASTQ    (R11)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z14, K5, Z14
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z17, Z17, Z17
+	VPDPBUSD        Z12, Z14, Z17
+	VPDPBUSD        Z13, Z15, Z17
+	VMOVDQU64       (R9)(AX*2), Y18
+	VINSERTI64X4    $0x01, (R13)(AX*1), Z18, Z18
+	VPSRLW          $0x04, Z18, Z15
+	VPANDD          Z6, Z18, Z18
+	VPANDD          Z6, Z15, Z15
+	VPBROADCASTQ    (R11)(DX*2), Z16
+	LEAQ            (R11)(DX*2), R13
+	VPBROADCASTQ    (R13)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z18, K5, Z18
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z19, Z19, Z19
+	VPDPBUSD        Z12, Z18, Z19
+	VPDPBUSD        Z13, Z15, Z19
+	VMOVDQU64       (R14), Y20
+	VINSERTI64X4    $0x01, (R14)(AX*1), Z20, Z20
+	VPSRLW          $0x04, Z20, Z15
+	VPANDD          Z6, Z20, Z20
+	VPANDD          Z6, Z15, Z15
+	LEAQ            (R11)(DX*4), R13
+	VPBROADCASTQ    (R13), Z16
+	LEAQ            (R11)(DX*4), R13
+	VPBROADCASTQ    (R13)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z20, K5, Z20
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z21, Z21, Z21
+	VPDPBUSD        Z12, Z20, Z21
+	VPDPBUSD        Z13, Z15, Z21
+	VMOVDQU64       (R14)(AX*2), Y22
+	VINSERTI64X4    $0x01, (R15)(AX*1), Z22, Z22
+	VPSRLW          $0x04, Z22, Z15
+	VPANDD          Z6, Z22, Z22
+	VPANDD          Z6, Z15, Z15
+	LEAQ            (R11)(DX*4), R13
+	VPBROADCASTQ    (R13)(DX*2), Z16
+	LEAQ            (R11)(DX*4), R13
+	LEAQ            (R13)(DX*2), R13
+	VPBROADCASTQ    (R13)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z22, K5, Z22
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z23, Z23, Z23
+	VPDPBUSD        Z12, Z22, Z23
+	VPDPBUSD        Z13, Z15, Z23
+	VPUNPCKLDQ      Z19, Z17, Z12
+	VPUNPCKHDQ      Z19, Z17, Z13
+	VPADDD          Z13, Z12, Z12
+	VPSHUFD         $0x4e, Z12, Z13
+	VPADDD          Z13, Z12, Z12
+	VPUNPCKLDQ      Z23, Z21, Z13
+	VPUNPCKHDQ      Z23, Z21, Z15
+	VPADDD          Z15, Z13, Z13
+	VPSHUFD         $0x4e, Z13, Z15
+	VPADDD          Z15, Z13, Z13
+	VPERMT2D        Z13, Z3, Z12
+	VMOVQ           (DI)(R12*1), X24
+	VPERMD          Z24, Z5, Z13
+	VPSLLD          $0x04, Z13, Z13
+	VPSUBD          Z13, Z12, Z12
+	VCVTDQ2PS       Z12, Z12
+	LEAQ            (R10)(CX*4), R13
+	VMOVD           (R13), X13
+	VPBROADCASTD    (R13)(CX*1), K1, X13
+	VPBROADCASTD    (R13)(CX*2), K2, X13
+	LEAQ            (R13)(CX*2), R13
+	VPBROADCASTD    (R13)(CX*1), K3, X13
+	VMOVD           (R10), X24
+	VPBROADCASTD    (R10)(CX*1), K1, X24
+	VPBROADCASTD    (R10)(CX*2), K2, X24
+	LEAQ            (R10)(CX*2), R13
+	VPBROADCASTD    (R13)(CX*1), K3, X24
+	VINSERTI32X4    $0x01, X13, Y24, Y13
+	VCVTPH2PS       Y13, Z13
+	VPERMPS         Z13, Z4, Z13
+	VMOVQ           (SI)(R12*1), X24
+	VPERMD          Z24, Z5, Z15
+	VMULPS          Z15, Z13, Z13
+	VMULPS          Z13, Z12, Z12
+	VADDPS          Y12, Y11, Y11
+	VEXTRACTF64X4   $0x01, Z12, Y12
+	VADDPS          Y12, Y11, Y11
+	ADDQ            $0x20, R9
+	ADDQ            $0x04, R10
+	ADDQ            $0x08, R11
+	ADDQ            $0x08, R12
+	CMPQ            R12, R8
+	JL              q5_0RowsAVX512_rows8_pair
+	MOVQ            32(SP), R9
+	CMPQ            40(SP), $0x00
+	JE              q5_0RowsAVX512_rows8_store
+	VADDPS          (R9), Y11, Y11
+
+q5_0RowsAVX512_rows8_store:
+	VMOVUPS Y11, (R9)
+	ADDQ    $0x20, R9
+	MOVQ    R9, 32(SP)
+	MOVQ    (SP), R9
+	LEAQ    (R9)(AX*8), R9
+	MOVQ    R9, (SP)
+	MOVQ    8(SP), R9
+	LEAQ    (R9)(CX*8), R9
+	MOVQ    R9, 8(SP)
+	MOVQ    16(SP), R9
+	LEAQ    (R9)(DX*8), R9
+	MOVQ    R9, 16(SP)
+	SUBQ    $0x08, 24(SP)
+	JMP     q5_0RowsAVX512_rows8
+
+q5_0RowsAVX512_rows4:
+	CMPQ   24(SP), $0x04
+	JL     q5_0RowsAVX512_rowsdone
+	MOVQ   (SP), R9
+	MOVQ   8(SP), R10
+	MOVQ   16(SP), R11
+	XORQ   R12, R12
+	VXORPS X14, X14, X14
+
+q5_0RowsAVX512_rows4_pair:
+	MOVQ            48(SP), R13
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	ADDQ            $0x00000080, R13
+	MOVQ            R13, 48(SP)
+	LEAQ            (R9)(AX*2), R13
+	VBROADCASTI64X4 (BX)(R12*8), Z12
+	VBROADCASTI64X4 32(BX)(R12*8), Z13
+	VMOVDQU64       (R9), Y11
+	VINSERTI64X4    $0x01, (R9)(AX*1), Z11, Z11
+	VPSRLW          $0x04, Z11, Z15
+	VPANDD          Z6, Z11, Z11
+	VPANDD          Z6, Z15, Z15
+	VPBROADCASTQ    (R11), Z16
+	VPBROADCASTQ    (R11)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z11, K5, Z11
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z25, Z25, Z25
+	VPDPBUSD        Z12, Z11, Z25
+	VPDPBUSD        Z13, Z15, Z25
+	VMOVDQU64       (R9)(AX*2), Y27
+	VINSERTI64X4    $0x01, (R13)(AX*1), Z27, Z27
+	VPSRLW          $0x04, Z27, Z15
+	VPANDD          Z6, Z27, Z27
+	VPANDD          Z6, Z15, Z15
+	VPBROADCASTQ    (R11)(DX*2), Z16
+	LEAQ            (R11)(DX*2), R13
+	VPBROADCASTQ    (R13)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z27, K5, Z27
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z26, Z26, Z26
+	VPDPBUSD        Z12, Z27, Z26
+	VPDPBUSD        Z13, Z15, Z26
+	VPUNPCKLDQ      Z26, Z25, Z12
+	VPUNPCKHDQ      Z26, Z25, Z13
+	VPADDD          Z13, Z12, Z12
+	VPSHUFD         $0x4e, Z12, Z13
+	VPADDD          Z13, Z12, Z12
+	VPERMD          Z12, Z0, Z12
+	VMOVQ           (DI)(R12*1), X24
+	VPERMD          Y24, Y1, Y11
+	VPSLLD          $0x04, Y11, Y11
+	VPSUBD          Y11, Y12, Y12
+	VCVTDQ2PS       Y12, Y11
+	VMOVD           (R10), X12
+	VPBROADCASTD    (R10)(CX*1), K1, X12
+	VPBROADCASTD    (R10)(CX*2), K2, X12
+	LEAQ            (R10)(CX*2), R13
+	VPBROADCASTD    (R13)(CX*1), K3, X12
+	VCVTPH2PS       X12, Y12
+	VPERMPS         Y12, Y2, Y12
+	VMOVQ           (SI)(R12*1), X24
+	VPERMD          Y24, Y1, Y13
+	VMULPS          Y13, Y12, Y12
+	VMULPS          Y12, Y11, Y11
+	VADDPS          X11, X14, X14
+	VEXTRACTF128    $0x01, Y11, X11
+	VADDPS          X11, X14, X14
+	ADDQ            $0x20, R9
+	ADDQ            $0x04, R10
+	ADDQ            $0x08, R11
+	ADDQ            $0x08, R12
+	CMPQ            R12, R8
+	JL              q5_0RowsAVX512_rows4_pair
+	MOVQ            32(SP), R9
+	CMPQ            40(SP), $0x00
+	JE              q5_0RowsAVX512_rows4_store
+	VADDPS          (R9), X14, X14
+
+q5_0RowsAVX512_rows4_store:
+	VMOVUPS X14, (R9)
+	ADDQ    $0x10, R9
+	MOVQ    R9, 32(SP)
+	MOVQ    (SP), R9
+	LEAQ    (R9)(AX*4), R9
+	MOVQ    R9, (SP)
+	MOVQ    8(SP), R9
+	LEAQ    (R9)(CX*4), R9
+	MOVQ    R9, 8(SP)
+	MOVQ    16(SP), R9
+	LEAQ    (R9)(DX*4), R9
+	MOVQ    R9, 16(SP)
+	SUBQ    $0x04, 24(SP)
+	JMP     q5_0RowsAVX512_rows4
+
+q5_0RowsAVX512_rowsdone:
+	MOVQ codes+0(FP), R9
+	ADDQ tstride+104(FP), R9
+	MOVQ R9, codes+0(FP)
+	MOVQ scales+16(FP), R9
+	ADDQ tstride+104(FP), R9
+	MOVQ R9, scales+16(FP)
+	MOVQ high+8(FP), R9
+	ADDQ tstride+104(FP), R9
+	MOVQ R9, high+8(FP)
+	LEAQ (BX)(R8*8), BX
+	ADDQ R8, SI
+	ADDQ R8, DI
+	MOVQ $0x00000001, 40(SP)
+	DECQ tiles+96(FP)
+	JNZ  q5_0RowsAVX512_tile
 	VZEROUPPER
 	RET
 

@@ -34,6 +34,13 @@ import (
 // permute64) are vectorised too; Q8_K activations keep the scalar
 // quantiser.
 //
+// The AVX-512 set (avx512Kernels, _generate/avx512.go; AVX512F, BW, VL
+// and VNNI) has the same arguments, layouts and bits, with its own rows and
+// token kernels for Q4_0, Q8_0, Q4_K and Q6_K: VPDPBUSD and VPDPWSSD form
+// the same exact int32 sums with fewer instructions, 64 bytes of weights
+// per load, the Q4_0 and Q8_0 rows kernels eight rows per step. Where the
+// CPU has no AVX-512 the tests run it under x86sim (sim_test.go).
+//
 // For Q4_0, Q5_0 and Q8_0 the kernels take the blocks of a K-tile by pairs,
 // so they need an even number of blocks per tile (T a multiple of 64, as
 // every packed model has); other tiles take the scalar path.
@@ -79,7 +86,7 @@ var avx2Kernels = &kernels{
 // permute64 are the AVX2 ones, which every AVX-512 CPU runs.
 var avx512Kernels = &kernels{
 	name:     "avx512",
-	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX2, q8_0Rows: q8_0RowsAVX512,
+	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX512, q8_0Rows: q8_0RowsAVX512,
 	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX2, q6_KRows: q6_KRowsAVX512,
 	q4_0Toks: q4_0ToksAVX512, q5_0Toks: q5_0ToksAVX2, q8_0Toks: q8_0ToksAVX512,
 	q4_KToks: q4_KToksAVX512, q5_KToks: q5_KToksAVX2, q6_KToks: q6_KToksAVX512,

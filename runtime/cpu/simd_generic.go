@@ -95,3 +95,7 @@ func q4_KToksAVX512(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8,
 func q6_KToksAVX512(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int) {
 	noAsm()
 }
+
+func q5_0RowsAVX512(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}

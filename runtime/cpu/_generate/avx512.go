@@ -31,7 +31,8 @@ import (
 func avx512() {
 	constants512()
 	rowsQ8x512("q8_0RowsAVX512")
-	rowsQ4x512("q4_0RowsAVX512")
+	rowsQ4x512("q4_0RowsAVX512", false)
+	rowsQ4x512("q5_0RowsAVX512", true)
 	rowsQ4Kx512("q4_KRowsAVX512")
 	rowsQ6x512("q6_KRowsAVX512")
 	toksQ8x512("q8_0ToksAVX512")
@@ -54,6 +55,15 @@ var (
 	// Q6_K: word i of wIdxZ[jj] is 4jj + i/8: VPERMW spreads scale 4jj+L
 	// of the 16 (as int16) over lane L.
 	wIdxZ [4]Mem
+	// Q5: hShufZ makes byte i of lane L the byte of the 8 high bytes of a
+	// pair (broadcast to every qword) that holds the bits of the elements
+	// 2i and 2i+1 of block L%2: byte 4(L%2) + i/4. hShufKZ does it for
+	// the 16 high bytes of two pairs (Q5_K, lanes = four sub-blocks):
+	// byte 4L + i/4. hBitLo, hBitHi: byte i -> 1 << (2i mod 8), 1 <<
+	// (2i+1 mod 8) (elements 2i and 2i+1); hBitLH the first in the low
+	// 256 bits, the second in the high ones.
+	hShufZ, hShufKZ, hBitLo, hBitHi, hBitLH Mem
+	c10x4                                   Mem
 	// Q4_K token kernel: lane L of scMaskP[j] makes int16 x8 of byte
 	// 2j + L%2 (sub-block 2j for the lanes of block A, 2j+1 for B).
 	scMaskP [4]Mem
@@ -80,6 +90,22 @@ func constants512() {
 		}
 		scMaskZ[jj] = table(fmt.Sprintf("scMaskZ%d", jj), b)
 	}
+	hs, hk, lo, hi, lh := make([]byte, 64), make([]byte, 64), make([]byte, 64), make([]byte, 64), make([]byte, 64)
+	for L := 0; L < 4; L++ {
+		for i := 0; i < 16; i++ {
+			hs[16*L+i] = byte(4*(L%2) + i/4)
+			hk[16*L+i] = byte(4*L + i/4)
+			lo[16*L+i] = 1 << ((2 * i) % 8)
+			hi[16*L+i] = 1 << ((2*i + 1) % 8)
+			lh[16*L+i] = lo[16*L+i]
+			if L >= 2 {
+				lh[16*L+i] = hi[16*L+i]
+			}
+		}
+	}
+	hShufZ, hShufKZ = table("hShufZ", hs), table("hShufKZ", hk)
+	hBitLo, hBitHi, hBitLH = table("hBitLo", lo), table("hBitHi", hi), table("hBitLH", lh)
+	c10x4 = table("c10x4", i32(0x10101010, 0))
 	for j := range scMaskP {
 		b := make([]byte, 64)
 		for i := 0; i < 32; i++ {
@@ -234,12 +260,13 @@ func finish4(r VecVirtual, psc, ss Register, dx Mem, c consts512, acc VecVirtual
 }
 
 // rowsQ8x512 writes the Q8_0 rows kernel (the arguments of rowsQ8): rows32x512.
-func rowsQ8x512(name string) { rows32x512(name, true) }
+func rowsQ8x512(name string) { rows32x512(name, true, false) }
 
-// rowsQ4x512 writes the Q4_0 rows kernel (the arguments of rowsQ4): rows32x512.
-func rowsQ4x512(name string) { rows32x512(name, false) }
+// rowsQ4x512 writes the Q4_0 (q5: Q5_0) rows kernel (the arguments of
+// rowsQ4): rows32x512.
+func rowsQ4x512(name string, q5 bool) { rows32x512(name, false, q5) }
 
-// rows32x512 writes the Q8_0 (q8) or Q4_0 rows kernel, eight rows per
+// rows32x512 writes the Q8_0 (q8), Q4_0 or Q5_0 (q5) rows kernel, eight rows per
 // step while eight remain, then four, a pair of 32-blocks at a time.
 //
 // Q8_0: per row one 64-byte load of the weights, flipped to unsigned
@@ -248,21 +275,30 @@ func rowsQ4x512(name string) { rows32x512(name, false) }
 // code bytes in one zmm [row k | row k+1], split into low nibbles (even
 // elements) and high (odd ones), multiplied by the token's permuted codes
 // (even elements of A and B, twice; odd elements, twice) with two
-// VPDPBUSD. Either way each pair of rows gives [r_k A, r_k B, r_k+1 A,
+// VPDPBUSD; Q5_0 adds the 5th bits to the nibbles first (highBitsZ).
+// Either way each pair of rows gives [r_k A, r_k B, r_k+1 A,
 // r_k+1 B] (partial dwords by 128-bit lane), which the reduction turns
 // into one dword per row and block; then the float part of the AVX2
 // kernel, one lane per row and block.
-func rows32x512(name string, q8 bool) {
-	if q8 {
+func rows32x512(name string, q8, q5 bool) {
+	switch {
+	case q8:
 		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int)")
 		rowsDoc(name, "dotQ8_0(codes, scales of row i, tile t; the token's codes and scales of tile t)")
-	} else {
+	case q5:
+		TEXT(name, NOSPLIT, "func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)")
+		rowsDoc(name, "dotQ5_0(codes, high, scales of row i, tile t; the token's codes, scales and sums of tile t)")
+	default:
 		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)")
 		rowsDoc(name, "dotQ4_0(codes, scales of row i, tile t; the token's codes, scales and sums of tile t)")
 	}
 	Pragma("noescape")
 	cs := Load(Param("cstride"), GP64())
 	ss := Load(Param("sstride"), GP64())
+	var hs Register
+	if q5 {
+		hs = Load(Param("hstride"), GP64())
+	}
 	a := Load(Param("a"), GP64())
 	d := Load(Param("d"), GP64())
 	var s Register
@@ -271,6 +307,10 @@ func rows32x512(name string, q8 bool) {
 	}
 	lim := Load(Param("np"), GP64())
 	SHLQ(U8(3), lim)
+	bias := 3 // w = q-8: subtract 8*sum(a)
+	if q5 {
+		bias = 4 // w = q-16
+	}
 	c := loadConsts512()
 	red8, sT8, b8 := ZMM(), ZMM(), ZMM()
 	VMOVDQU64(idxRed8, red8)
@@ -285,8 +325,15 @@ func rows32x512(name string, q8 bool) {
 		m0F = ZMM()
 		VPBROADCASTD(c0Fx4, m0F)
 	}
-	tv := beginTiles(name, "codes", "scales")
+	var hc highConsts
+	planes := []string{"codes", "scales"}
 	strides := map[string]Register{"codes": cs, "scales": ss}
+	if q5 {
+		hc = loadHighConsts(hShufZ, true)
+		planes = append(planes, "high")
+		strides["high"] = hs
+	}
+	tv := beginTiles(name, planes...)
 
 	for _, n := range []int{8, 4} {
 		lbl := fmt.Sprintf("%s_rows%d", name, n)
@@ -298,6 +345,10 @@ func rows32x512(name string, q8 bool) {
 		CMPQ(tv.rows, U8(n))
 		JL(LabelRef(next))
 		pc, psc := tv.load("codes"), tv.load("scales")
+		var ph Register
+		if q5 {
+			ph = tv.load("high")
+		}
 		x := GP64() // 8*pair
 		XORQ(x, x)
 		var acc VecVirtual
@@ -329,6 +380,25 @@ func rows32x512(name string, q8 bool) {
 			}
 			return rowMem(pc, cs, t, k, disp)
 		}
+		// hm is row k of the high bits, addressed through a fresh
+		// register where it takes one (the general registers are short).
+		hm := func(k int) Mem {
+			switch k {
+			case 0, 1, 2:
+				return rowMem(ph, hs, nil, k, 0)
+			}
+			r := GP64()
+			if k == 3 {
+				LEAQ(Mem{Base: ph, Index: hs, Scale: 2}, r)
+				return Mem{Base: r, Index: hs, Scale: 1}
+			}
+			LEAQ(Mem{Base: ph, Index: hs, Scale: 4}, r)
+			if k == 7 {
+				LEAQ(Mem{Base: r, Index: hs, Scale: 2}, r)
+				return Mem{Base: r, Index: hs, Scale: 1}
+			}
+			return rowMem(r, hs, nil, k-4, 0)
+		}
 		z := make([]VecVirtual, n/2) // [r_2p A, r_2p B, r_2p+1 A, r_2p+1 B]
 		if q8 {
 			za := ZMM()
@@ -359,6 +429,12 @@ func rows32x512(name string, q8 bool) {
 				VPSRLW(U8(4), cz, hi)
 				VPANDD(m0F, cz, cz)
 				VPANDD(m0F, hi, hi)
+				if q5 {
+					hv := ZMM()
+					VPBROADCASTQ(hm(2*p), hv)
+					VPBROADCASTQ(hm(2*p+1), hc.upper, hv) // [row 2p x4 | row 2p+1 x4]
+					highBitsZ(hv, cz, hi, hc)
+				}
 				z[p] = ZMM()
 				VPXORD(z[p], z[p], z[p])
 				vpdpbusd(ae, cz, z[p])
@@ -373,8 +449,8 @@ func rows32x512(name string, q8 bool) {
 				VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
 				sb := YMM()
 				VPERMD(sv.AsY(), c.idx01, sb)
-				VPSLLD(U8(3), sb, sb)
-				VPSUBD(sb, r.AsY(), r.AsY()) // - 8*sum(a)
+				VPSLLD(U8(bias), sb, sb)
+				VPSUBD(sb, r.AsY(), r.AsY()) // - 8*sum(a), Q5_0 16*sum(a)
 			}
 			finish4(r, psc, ss, dx, c, acc)
 		} else {
@@ -385,8 +461,8 @@ func rows32x512(name string, q8 bool) {
 				VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
 				sb := ZMM()
 				VPERMD(sv.AsZ(), b8, sb)
-				VPSLLD(U8(3), sb, sb)
-				VPSUBD(sb, r, r) // - 8*sum(a)
+				VPSLLD(U8(bias), sb, sb)
+				VPSUBD(sb, r, r) // - 8*sum(a), Q5_0 16*sum(a)
 			}
 			finish8(r, psc, ss, dx, sT8, b8, acc, c.km)
 		}
@@ -396,6 +472,9 @@ func rows32x512(name string, q8 bool) {
 			ADDQ(U8(32), pc)
 		}
 		ADDQ(U8(4), psc)
+		if q5 {
+			ADDQ(U8(8), ph)
+		}
 		ADDQ(U8(8), x)
 		CMPQ(x, lim)
 		JL(LabelRef(lbl + "_pair"))
@@ -421,6 +500,49 @@ func rows32x512(name string, q8 bool) {
 			ADDQ(lim, s)
 		}
 	})
+}
+
+// highConsts are the Q5 kernels' constants for highBitsZ.
+type highConsts struct {
+	shuf, lo, hi, c10 VecVirtual
+	upper             Register // opmask of the high four qwords
+}
+
+// loadHighConsts loads them, shuf being hShufZ or hShufKZ; lh loads hBitLo
+// and hBitHi, else hBitLH (into lo).
+func loadHighConsts(shuf Mem, lh bool) highConsts {
+	c := highConsts{shuf: ZMM(), lo: ZMM(), c10: ZMM()}
+	VMOVDQU64(shuf, c.shuf)
+	VPBROADCASTD(c10x4, c.c10)
+	if lh {
+		c.hi = ZMM()
+		VMOVDQU64(hBitLo, c.lo)
+		VMOVDQU64(hBitHi, c.hi)
+	} else {
+		VMOVDQU64(hBitLH, c.lo)
+	}
+	r := GP32()
+	MOVL(U32(0xf0), r)
+	c.upper = K()
+	KMOVW(r, c.upper)
+	return c
+}
+
+// highBitsZ adds the 5th bits (16) to the nibbles lo (even elements) and hi
+// (odd ones) by 128-bit lane, hv holding in each lane the high-bit bytes
+// of the lane's block as c.shuf expects them; with hi nil, lo holds the
+// even elements in its low 256 bits and the odd ones in its high 256 bits
+// (c from loadHighConsts(_, false)). VPTESTMB makes the byte masks.
+func highBitsZ(hv, lo, hi VecVirtual, c highConsts) {
+	VPSHUFB(c.shuf, hv, hv)
+	k := K()
+	VPTESTMB(c.lo, hv, k)
+	VPADDB(c.c10, lo, k, lo)
+	if hi != nil {
+		k2 := K()
+		VPTESTMB(c.hi, hv, k2)
+		VPADDB(c.c10, hi, k2, hi)
+	}
 }
 
 // finish8 is finish4 for eight rows: r is [A r0..3 | A r4..7 | B r0..3 |
