@@ -309,6 +309,24 @@ func q8_0ToksAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8
 //go:noescape
 func q4_0ToksAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
 
+// q5_0ToksAVX512 multiplies rows rows of tiles K-tiles (tstride bytes apart in
+// every plane) with groups groups of four tokens (layouts in
+// scratch.prepareVec), one row at a time, with exactly the arithmetic of
+// the scalar kernel, into o ([rows][4*groups] floats, ostride bytes per
+// row):
+//
+//	for i := range rows {
+//		for t := range tiles {
+//			for k := range 4 * groups {
+//				v := dotQ5_0(row i, K-tile t; token k)
+//				if add == 0 && t == 0 { o[i][k] = v } else { o[i][k] += v }
+//			}
+//		}
+//	}
+//
+//go:noescape
+func q5_0ToksAVX512(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+
 // q4_KToksAVX512 multiplies rows rows of tiles K-tiles (tstride bytes apart in
 // every plane) with groups groups of four tokens (layouts in
 // scratch.prepareVec), one row at a time, with exactly the arithmetic of

@@ -6753,6 +6753,245 @@ q4_0ToksAVX512_done:
 	VZEROUPPER
 	RET
 
+// func q5_0ToksAVX512(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C
+TEXT ·q5_0ToksAVX512(SB), NOSPLIT, $56-152
+	VPBROADCASTD c0Fx4<>+0(SB), Z0
+	VMOVDQU64    idx01<>+0(SB), Y1
+	VMOVDQU64    hShufZ<>+0(SB), Z2
+	VPBROADCASTD c10x4<>+0(SB), Z4
+	VMOVDQU64    hBitLH<>+0(SB), Z3
+	MOVL         $0x000000f0, AX
+	KMOVW        AX, K1
+
+q5_0ToksAVX512_rows:
+	CMPQ rows+120(FP), $0x00
+	JE   q5_0ToksAVX512_done
+	MOVQ a+48(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ d+56(FP), AX
+	MOVQ AX, 40(SP)
+	MOVQ s+64(FP), AX
+	MOVQ AX, 48(SP)
+	MOVQ groups+96(FP), AX
+	MOVQ AX, (SP)
+	MOVQ o+104(FP), AX
+	MOVQ AX, 24(SP)
+
+q5_0ToksAVX512_group:
+	CMPQ (SP), $0x02
+	JL   q5_0ToksAVX512_one
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ ag+72(FP), BX
+	MOVQ dg+80(FP), SI
+	MOVQ codes+0(FP), DI
+	MOVQ scales+16(FP), R8
+	MOVQ high+8(FP), R9
+	MOVQ tiles+136(FP), R10
+	MOVQ R10, 8(SP)
+	MOVQ add+128(FP), R10
+	MOVQ R10, 16(SP)
+
+q5_0ToksAVX512_pair2_tile:
+	XORQ   R10, R10
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+
+q5_0ToksAVX512_pair2:
+	VMOVDQU64     (DI)(R10*8), Y7
+	VPSRLW        $0x04, Y7, Y8
+	VINSERTI64X4  $0x01, Y8, Z7, Z7
+	VPANDD        Z0, Z7, Z7
+	VPBROADCASTQ  (R9)(R10*2), Z8
+	VPSHUFB       Z2, Z8, Z8
+	VPTESTMB      Z3, Z8, K1
+	VPADDB        Z4, Z7, K1, Z7
+	VPSHUFD       $0x39, Z7, Z8
+	VPSHUFD       $0x4e, Z7, Z13
+	VPSHUFD       $0x93, Z7, Z14
+	VPXORD        Z9, Z9, Z9
+	VPDPBUSD      (AX), Z7, Z9
+	VPDPBUSD      64(AX), Z8, Z9
+	VPDPBUSD      128(AX), Z13, Z9
+	VPDPBUSD      192(AX), Z14, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y15
+	VPADDD        Y15, Y9, Y15
+	VPXORD        Z10, Z10, Z10
+	VPDPBUSD      (AX)(BX*1), Z7, Z10
+	VPDPBUSD      64(AX)(BX*1), Z8, Z10
+	VPDPBUSD      128(AX)(BX*1), Z13, Z10
+	VPDPBUSD      192(AX)(BX*1), Z14, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y7
+	VPADDD        Y7, Y10, Y7
+	VMOVD         (R8)(R10*1), X11
+	VCVTPH2PS     X11, X11
+	VPERMPS       Y11, Y1, Y8
+	VPSUBD        (DX), Y15, Y15
+	VPSUBD        (DX)(SI*1), Y7, Y7
+	VCVTDQ2PS     Y15, Y15
+	VCVTDQ2PS     Y7, Y7
+	VMULPS        (CX), Y8, Y13
+	VMULPS        (CX)(SI*1), Y8, Y8
+	VMULPS        Y13, Y15, Y15
+	VMULPS        Y8, Y7, Y7
+	VADDPS        X15, X5, X5
+	VADDPS        X7, X6, X6
+	VEXTRACTF128  $0x01, Y15, X8
+	VEXTRACTF128  $0x01, Y7, X7
+	VADDPS        X8, X5, X5
+	VADDPS        X7, X6, X6
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x20, CX
+	ADDQ          $0x20, DX
+	ADDQ          $0x04, R10
+	MOVQ          np+88(FP), R11
+	SHLQ          $0x02, R11
+	CMPQ          R10, R11
+	JL            q5_0ToksAVX512_pair2
+	MOVQ          24(SP), R10
+	CMPQ          16(SP), $0x00
+	JE            q5_0ToksAVX512_pair20_store
+	VADDPS        (R10), X5, X5
+
+q5_0ToksAVX512_pair20_store:
+	VMOVUPS X5, (R10)
+	ADDQ    $0x10, R10
+	CMPQ    16(SP), $0x00
+	JE      q5_0ToksAVX512_pair21_store
+	VADDPS  (R10), X6, X6
+
+q5_0ToksAVX512_pair21_store:
+	VMOVUPS X6, (R10)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+144(FP), R10
+	ADDQ    R10, DI
+	ADDQ    R10, R8
+	ADDQ    R10, R9
+	DECQ    8(SP)
+	JNZ     q5_0ToksAVX512_pair2_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000020, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+72(FP), AX
+	ADDQ    ag+72(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+80(FP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+80(FP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 48(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q5_0ToksAVX512_group
+
+q5_0ToksAVX512_one:
+	CMPQ (SP), $0x01
+	JL   q5_0ToksAVX512_rowdone
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ codes+0(FP), BX
+	MOVQ scales+16(FP), SI
+	MOVQ high+8(FP), DI
+	MOVQ tiles+136(FP), R8
+	MOVQ R8, 8(SP)
+	MOVQ add+128(FP), R8
+	MOVQ R8, 16(SP)
+
+q5_0ToksAVX512_pair1_tile:
+	XORQ   R8, R8
+	VXORPS X7, X7, X7
+
+q5_0ToksAVX512_pair1:
+	VMOVDQU64     (BX)(R8*8), Y5
+	VPSRLW        $0x04, Y5, Y8
+	VINSERTI64X4  $0x01, Y8, Z5, Z5
+	VPANDD        Z0, Z5, Z5
+	VPBROADCASTQ  (DI)(R8*2), Z8
+	VPSHUFB       Z2, Z8, Z8
+	VPTESTMB      Z3, Z8, K1
+	VPADDB        Z4, Z5, K1, Z5
+	VPSHUFD       $0x39, Z5, Z8
+	VPSHUFD       $0x4e, Z5, Z13
+	VPSHUFD       $0x93, Z5, Z14
+	VPXORD        Z12, Z12, Z12
+	VPDPBUSD      (AX), Z5, Z12
+	VPDPBUSD      64(AX), Z8, Z12
+	VPDPBUSD      128(AX), Z13, Z12
+	VPDPBUSD      192(AX), Z14, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y5
+	VPADDD        Y5, Y12, Y5
+	VMOVD         (SI)(R8*1), X6
+	VCVTPH2PS     X6, X6
+	VPERMPS       Y6, Y1, Y8
+	VPSUBD        (DX), Y5, Y5
+	VCVTDQ2PS     Y5, Y5
+	VMULPS        (CX), Y8, Y8
+	VMULPS        Y8, Y5, Y5
+	VADDPS        X5, X7, X7
+	VEXTRACTF128  $0x01, Y5, X5
+	VADDPS        X5, X7, X7
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x20, CX
+	ADDQ          $0x20, DX
+	ADDQ          $0x04, R8
+	MOVQ          np+88(FP), R9
+	SHLQ          $0x02, R9
+	CMPQ          R8, R9
+	JL            q5_0ToksAVX512_pair1
+	MOVQ          24(SP), R8
+	CMPQ          16(SP), $0x00
+	JE            q5_0ToksAVX512_pair10_store
+	VADDPS        (R8), X7, X7
+
+q5_0ToksAVX512_pair10_store:
+	VMOVUPS X7, (R8)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+144(FP), R8
+	ADDQ    R8, BX
+	ADDQ    R8, SI
+	ADDQ    R8, DI
+	DECQ    8(SP)
+	JNZ     q5_0ToksAVX512_pair1_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000010, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+72(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 48(SP)
+	SUBQ    $0x01, (SP)
+
+q5_0ToksAVX512_rowdone:
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+24(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ scales+16(FP), AX
+	ADDQ sstride+40(FP), AX
+	MOVQ AX, scales+16(FP)
+	MOVQ high+8(FP), AX
+	ADDQ hstride+32(FP), AX
+	MOVQ AX, high+8(FP)
+	MOVQ o+104(FP), AX
+	ADDQ ostride+112(FP), AX
+	MOVQ AX, o+104(FP)
+	DECQ rows+120(FP)
+	JMP  q5_0ToksAVX512_rows
+
+q5_0ToksAVX512_done:
+	VZEROUPPER
+	RET
+
 // func q4_KToksAVX512(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C
 TEXT ·q4_KToksAVX512(SB), NOSPLIT, $112-160

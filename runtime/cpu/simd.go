@@ -88,7 +88,7 @@ var avx512Kernels = &kernels{
 	name:     "avx512",
 	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX512, q8_0Rows: q8_0RowsAVX512,
 	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX2, q6_KRows: q6_KRowsAVX512,
-	q4_0Toks: q4_0ToksAVX512, q5_0Toks: q5_0ToksAVX2, q8_0Toks: q8_0ToksAVX512,
+	q4_0Toks: q4_0ToksAVX512, q5_0Toks: q5_0ToksAVX512, q8_0Toks: q8_0ToksAVX512,
 	q4_KToks: q4_KToksAVX512, q5_KToks: q5_KToksAVX2, q6_KToks: q6_KToksAVX512,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
 }

@@ -99,3 +99,7 @@ func q6_KToksAVX512(codes, scales, dp *byte, cstride, sstride, dstride int, a *i
 func q5_0RowsAVX512(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int) {
 	noAsm()
 }
+
+func q5_0ToksAVX512(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
+	noAsm()
+}

@@ -36,7 +36,8 @@ func avx512() {
 	rowsQ4Kx512("q4_KRowsAVX512")
 	rowsQ6x512("q6_KRowsAVX512")
 	toksQ8x512("q8_0ToksAVX512")
-	toksQ4x512("q4_0ToksAVX512")
+	toksQ4x512("q4_0ToksAVX512", false)
+	toksQ4x512("q5_0ToksAVX512", true)
 	toksQ4Kx512("q4_KToksAVX512")
 	toksQ6x512("q6_KToksAVX512")
 }
@@ -958,23 +959,34 @@ func toksQ8x512(name string) {
 	RET()
 }
 
-// toksQ4x512 writes the Q4_0 token kernel (the arguments of toksQ4), two
+// toksQ4x512 writes the Q4_0 (q5: Q5_0) token kernel (the arguments of toksQ4), two
 // groups per pass while two remain, then one, over every K-tile. Per pair
 // of blocks, the row's nibbles as one zmm [lo | hi] and its three
 // rotations (VPSHUFD by 128-bit lane, see rotate4Permuted): rotation k
 // meets the group's 64 activation bytes at 64k, so four VPDPBUSD sum every
 // product of the group, the low half for the low nibbles and the high half
-// for the high ones; the two halves added give [t0A..t3A | t0B..t3B] as
+// for the high ones (Q5_0: with their 5th bits added first, highBitsZ;
+// VPDPBUSD does not saturate, so no split as in the AVX2 kernel); the two
+// halves added give [t0A..t3A | t0B..t3B] as
 // in the AVX2 kernel, whose float part (finishGroups) follows.
-func toksQ4x512(name string) {
-	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
-	toksTilesDoc(name, "dotQ4_0")
+func toksQ4x512(name string, q5 bool) {
+	if q5 {
+		TEXT(name, NOSPLIT, "func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
+		toksTilesDoc(name, "dotQ5_0")
+	} else {
+		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
+		toksTilesDoc(name, "dotQ4_0")
+	}
 	Pragma("noescape")
 	gcnt, tcnt, addNow, po := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	pag, pdg, psg := AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	m0F, i01 := ZMM(), YMM()
 	VPBROADCASTD(c0Fx4, m0F)
 	VMOVDQU64(idx01, i01)
+	var hc highConsts
+	if q5 {
+		hc = loadHighConsts(hShufZ, false)
+	}
 
 	Label(name + "_rows")
 	CMPQ(param("rows"), U8(0))
@@ -999,6 +1011,10 @@ func toksQ4x512(name string) {
 		}
 		pc := Load(Param("codes"), GP64())
 		psc := Load(Param("scales"), GP64())
+		var ph Register
+		if q5 {
+			ph = Load(Param("high"), GP64())
+		}
 		r := Load(Param("tiles"), GP64())
 		MOVQ(r, tcnt)
 		r = Load(Param("add"), GP64())
@@ -1021,6 +1037,11 @@ func toksQ4x512(name string) {
 		VPSRLW(U8(4), w[0].AsY(), hi)
 		VINSERTI64X4(U8(1), hi, w[0], w[0])
 		VPANDD(m0F, w[0], w[0])
+		if q5 {
+			hv := ZMM()
+			VPBROADCASTQ(Mem{Base: ph, Index: x, Scale: 2}, hv)
+			highBitsZ(hv, w[0], nil, hc)
+		}
 		for k := 1; k < 4; k++ {
 			w[k] = ZMM()
 			VPSHUFD(U8(rotImm(k)), w[0], w[k])
@@ -1076,6 +1097,9 @@ func toksQ4x512(name string) {
 		ts := Load(Param("tstride"), GP64())
 		ADDQ(ts, pc)
 		ADDQ(ts, psc)
+		if q5 {
+			ADDQ(ts, ph)
+		}
 		DECQ(tcnt)
 		JNZ(LabelRef(label + "_tile"))
 
@@ -1111,6 +1135,9 @@ func toksQ4x512(name string) {
 	Label(name + "_rowdone")
 	addParam("codes", "cstride")
 	addParam("scales", "sstride")
+	if q5 {
+		addParam("high", "hstride")
+	}
 	addParam("o", "ostride")
 	DECQ(param("rows"))
 	JMP(LabelRef(name + "_rows"))
