@@ -6042,6 +6042,326 @@ q4_KRowsAVX512_rowsdone:
 	VZEROUPPER
 	RET
 
+// func q5_KRowsAVX512(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
+TEXT ·q5_KRowsAVX512(SB), NOSPLIT, $72-128
+	MOVQ         cstride+32(FP), AX
+	MOVQ         mstride+48(FP), CX
+	MOVQ         dstride+56(FP), DX
+	MOVQ         hstride+40(FP), BX
+	VMOVDQU64    hShufKZ<>+0(SB), Z0
+	VPBROADCASTD c10x4<>+0(SB), Z2
+	VMOVDQU64    hBitLo<>+0(SB), Z1
+	VMOVDQU64    hBitHi<>+0(SB), Z3
+	MOVL         $0x000000f0, SI
+	KMOVW        SI, K1
+	VPBROADCASTD c0Fx4<>+0(SB), Z4
+	VMOVDQU64    scMaskZ0<>+0(SB), Z5
+	VMOVDQU64    scMaskZ1<>+0(SB), Z6
+	MOVL         $0x00000002, SI
+	KMOVW        SI, K1
+	MOVL         $0x00000004, SI
+	KMOVW        SI, K2
+	MOVL         $0x00000008, SI
+	KMOVW        SI, K3
+	VMOVDQU64    mMask<>+0(SB), X7
+	VMOVDQU64    idxT<>+0(SB), Y8
+	MOVQ         $0x00000000, 56(SP)
+
+q5_KRowsAVX512_tile:
+	MOVQ codes+0(FP), SI
+	MOVQ SI, 8(SP)
+	MOVQ sm+16(FP), SI
+	MOVQ SI, 16(SP)
+	MOVQ dm+24(FP), SI
+	MOVQ SI, 24(SP)
+	MOVQ high+8(FP), SI
+	MOVQ SI, 32(SP)
+	MOVQ rows+104(FP), SI
+	MOVQ SI, 40(SP)
+	MOVQ y+96(FP), SI
+	MOVQ SI, 48(SP)
+	MOVQ codes+0(FP), SI
+	ADDQ $0x00000800, SI
+	MOVQ SI, 64(SP)
+
+q5_KRowsAVX512_rows:
+	CMPQ   40(SP), $0x04
+	JL     q5_KRowsAVX512_rowsdone
+	MOVQ   8(SP), SI
+	MOVQ   16(SP), DI
+	MOVQ   24(SP), R8
+	MOVQ   32(SP), R9
+	MOVQ   a+64(FP), R10
+	MOVQ   d+72(FP), R11
+	MOVQ   bp+80(FP), R12
+	MOVQ   nsb+88(FP), R13
+	MOVQ   R13, (SP)
+	VXORPS X9, X9, X9
+
+q5_KRowsAVX512_sb:
+	MOVQ            64(SP), R13
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	PREFETCHT0      128(R13)
+	PREFETCHT0      192(R13)
+	PREFETCHT0      256(R13)
+	PREFETCHT0      320(R13)
+	PREFETCHT0      384(R13)
+	PREFETCHT0      448(R13)
+	ADDQ            $0x00000200, R13
+	MOVQ            R13, 64(SP)
+	VMOVDQU64       (R10), Y10
+	VINSERTI64X4    $0x01, 64(R10), Z10, Z10
+	VMOVDQU64       32(R10), Y11
+	VINSERTI64X4    $0x01, 96(R10), Z11, Z11
+	VMOVDQU64       128(R10), Y12
+	VINSERTI64X4    $0x01, 192(R10), Z12, Z12
+	VMOVDQU64       160(R10), Y13
+	VINSERTI64X4    $0x01, 224(R10), Z13, Z13
+	LEAQ            (SI)(AX*2), R13
+	LEAQ            (DI)(CX*2), R14
+	LEAQ            (R9)(BX*2), R15
+	VBROADCASTI32X4 (DI), Z14
+	VMOVDQU64       (SI), Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z4, Z15, Z15
+	VPANDD          Z4, Z16, Z16
+	VBROADCASTI32X4 (R9), Z17
+	VPSHUFB         Z0, Z17, Z17
+	VPTESTMB        Z1, Z17, K4
+	VPADDB          Z2, Z15, K4, Z15
+	VPTESTMB        Z3, Z17, K4
+	VPADDB          Z2, Z16, K4, Z16
+	VPMADDUBSW      Z10, Z15, Z15
+	VPMADDUBSW      Z11, Z16, Z16
+	VPADDW          Z16, Z15, Z15
+	VPSHUFB         Z5, Z14, Z16
+	VPMADDWD        Z16, Z15, Z15
+	VMOVDQU64       64(SI), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z4, Z16, Z16
+	VPANDD          Z4, Z17, Z17
+	VBROADCASTI32X4 16(R9), Z18
+	VPSHUFB         Z0, Z18, Z18
+	VPTESTMB        Z1, Z18, K4
+	VPADDB          Z2, Z16, K4, Z16
+	VPTESTMB        Z3, Z18, K4
+	VPADDB          Z2, Z17, K4, Z17
+	VPMADDUBSW      Z12, Z16, Z16
+	VPMADDUBSW      Z13, Z17, Z17
+	VPADDW          Z17, Z16, Z16
+	VPSHUFB         Z6, Z14, Z14
+	VPDPWSSD        Z14, Z16, Z15
+	VBROADCASTI32X4 (DI)(CX*1), Z14
+	VMOVDQU64       (SI)(AX*1), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z4, Z16, Z16
+	VPANDD          Z4, Z17, Z17
+	VBROADCASTI32X4 (R9)(BX*1), Z18
+	VPSHUFB         Z0, Z18, Z18
+	VPTESTMB        Z1, Z18, K4
+	VPADDB          Z2, Z16, K4, Z16
+	VPTESTMB        Z3, Z18, K4
+	VPADDB          Z2, Z17, K4, Z17
+	VPMADDUBSW      Z10, Z16, Z16
+	VPMADDUBSW      Z11, Z17, Z17
+	VPADDW          Z17, Z16, Z16
+	VPSHUFB         Z5, Z14, Z17
+	VPMADDWD        Z17, Z16, Z16
+	VMOVDQU64       64(SI)(AX*1), Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z4, Z17, Z17
+	VPANDD          Z4, Z18, Z18
+	VBROADCASTI32X4 16(R9)(BX*1), Z19
+	VPSHUFB         Z0, Z19, Z19
+	VPTESTMB        Z1, Z19, K4
+	VPADDB          Z2, Z17, K4, Z17
+	VPTESTMB        Z3, Z19, K4
+	VPADDB          Z2, Z18, K4, Z18
+	VPMADDUBSW      Z12, Z17, Z17
+	VPMADDUBSW      Z13, Z18, Z18
+	VPADDW          Z18, Z17, Z17
+	VPSHUFB         Z6, Z14, Z14
+	VPDPWSSD        Z14, Z17, Z16
+	VBROADCASTI32X4 (DI)(CX*2), Z14
+	VMOVDQU64       (SI)(AX*2), Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z4, Z17, Z17
+	VPANDD          Z4, Z18, Z18
+	VBROADCASTI32X4 (R9)(BX*2), Z19
+	VPSHUFB         Z0, Z19, Z19
+	VPTESTMB        Z1, Z19, K4
+	VPADDB          Z2, Z17, K4, Z17
+	VPTESTMB        Z3, Z19, K4
+	VPADDB          Z2, Z18, K4, Z18
+	VPMADDUBSW      Z10, Z17, Z17
+	VPMADDUBSW      Z11, Z18, Z18
+	VPADDW          Z18, Z17, Z17
+	VPSHUFB         Z5, Z14, Z18
+	VPMADDWD        Z18, Z17, Z17
+	VMOVDQU64       64(SI)(AX*2), Z18
+	VPSRLW          $0x04, Z18, Z19
+	VPANDD          Z4, Z18, Z18
+	VPANDD          Z4, Z19, Z19
+	VBROADCASTI32X4 16(R9)(BX*2), Z20
+	VPSHUFB         Z0, Z20, Z20
+	VPTESTMB        Z1, Z20, K4
+	VPADDB          Z2, Z18, K4, Z18
+	VPTESTMB        Z3, Z20, K4
+	VPADDB          Z2, Z19, K4, Z19
+	VPMADDUBSW      Z12, Z18, Z18
+	VPMADDUBSW      Z13, Z19, Z19
+	VPADDW          Z19, Z18, Z18
+	VPSHUFB         Z6, Z14, Z14
+	VPDPWSSD        Z14, Z18, Z17
+	VBROADCASTI32X4 (R14)(CX*1), Z14
+	VMOVDQU64       (R13)(AX*1), Z18
+	VPSRLW          $0x04, Z18, Z19
+	VPANDD          Z4, Z18, Z18
+	VPANDD          Z4, Z19, Z19
+	VBROADCASTI32X4 (R15)(BX*1), Z20
+	VPSHUFB         Z0, Z20, Z20
+	VPTESTMB        Z1, Z20, K4
+	VPADDB          Z2, Z18, K4, Z18
+	VPTESTMB        Z3, Z20, K4
+	VPADDB          Z2, Z19, K4, Z19
+	VPMADDUBSW      Z10, Z18, Z18
+	VPMADDUBSW      Z11, Z19, Z19
+	VPADDW          Z19, Z18, Z18
+	VPSHUFB         Z5, Z14, Z19
+	VPMADDWD        Z19, Z18, Z18
+	VMOVDQU64       64(R13)(AX*1), Z19
+	VPSRLW          $0x04, Z19, Z20
+	VPANDD          Z4, Z19, Z19
+	VPANDD          Z4, Z20, Z20
+	VBROADCASTI32X4 16(R15)(BX*1), Z21
+	VPSHUFB         Z0, Z21, Z21
+	VPTESTMB        Z1, Z21, K4
+	VPADDB          Z2, Z19, K4, Z19
+	VPTESTMB        Z3, Z21, K4
+	VPADDB          Z2, Z20, K4, Z20
+	VPMADDUBSW      Z12, Z19, Z19
+	VPMADDUBSW      Z13, Z20, Z20
+	VPADDW          Z20, Z19, Z19
+	VPSHUFB         Z6, Z14, Z14
+	VPDPWSSD        Z14, Z19, Z18
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPADDD          Z15, Z14, Z14
+	VPUNPCKLDQ      Z18, Z17, Z16
+	VPUNPCKHDQ      Z18, Z17, Z15
+	VPADDD          Z15, Z16, Z16
+	VPUNPCKHQDQ     Z16, Z14, Z15
+	VPUNPCKLQDQ     Z16, Z14, Z14
+	VPADDD          Z15, Z14, Z14
+	VEXTRACTI64X4   $0x01, Z14, Y10
+	VPADDD          Y10, Y14, Y10
+	VEXTRACTI128    $0x01, Y10, X11
+	VPADDD          X11, X10, X11
+	VMOVDQU64       (DI), X10
+	VPSHUFB         X7, X10, X10
+	VPMADDWD        (R12), X10, X10
+	VMOVDQU64       (DI)(CX*1), X12
+	VPSHUFB         X7, X12, X12
+	VPMADDWD        (R12), X12, X12
+	VMOVDQU64       (DI)(CX*2), X13
+	VPSHUFB         X7, X13, X13
+	VPMADDWD        (R12), X13, X13
+	VMOVDQU64       (R14)(CX*1), X14
+	VPSHUFB         X7, X14, X14
+	VPMADDWD        (R12), X14, X14
+	VPUNPCKLDQ      X12, X10, X15
+	VPUNPCKHDQ      X12, X10, X10
+	VPADDD          X10, X15, X15
+	VPUNPCKLDQ      X14, X13, X10
+	VPUNPCKHDQ      X14, X13, X12
+	VPADDD          X12, X10, X10
+	VPUNPCKHQDQ     X10, X15, X12
+	VPUNPCKLQDQ     X10, X15, X15
+	VPADDD          X12, X15, X15
+	VMOVD           (R8), X10
+	VPBROADCASTD    (R8)(DX*1), K1, X10
+	VPBROADCASTD    (R8)(DX*2), K2, X10
+	LEAQ            (R8)(DX*2), R13
+	VPBROADCASTD    (R13)(DX*1), K3, X10
+	VCVTPH2PS       X10, Y10
+	VPERMPS         Y10, Y8, Y10
+	VBROADCASTSS    (R11), Y12
+	VMULPS          Y12, Y10, Y10
+	VCVTDQ2PS       X11, X11
+	VCVTDQ2PS       X15, X12
+	VMULPS          X10, X11, X11
+	VEXTRACTF128    $0x01, Y10, X10
+	VMULPS          X10, X12, X12
+	VSUBPS          X12, X11, X11
+	VADDPS          X11, X9, X9
+	ADDQ            $0x80, SI
+	ADDQ            $0x20, R9
+	ADDQ            $0x10, DI
+	ADDQ            $0x04, R8
+	ADDQ            $0x00000100, R10
+	ADDQ            $0x04, R11
+	ADDQ            $0x10, R12
+	DECQ            (SP)
+	JNZ             q5_KRowsAVX512_sb
+	MOVQ            48(SP), SI
+	CMPQ            56(SP), $0x00
+	JE              q5_KRowsAVX512_store
+	VADDPS          (SI), X9, X9
+
+q5_KRowsAVX512_store:
+	VMOVUPS X9, (SI)
+	ADDQ    $0x10, SI
+	MOVQ    SI, 48(SP)
+	MOVQ    8(SP), SI
+	LEAQ    (SI)(AX*4), SI
+	MOVQ    SI, 8(SP)
+	MOVQ    16(SP), SI
+	LEAQ    (SI)(CX*4), SI
+	MOVQ    SI, 16(SP)
+	MOVQ    24(SP), SI
+	LEAQ    (SI)(DX*4), SI
+	MOVQ    SI, 24(SP)
+	MOVQ    32(SP), SI
+	LEAQ    (SI)(BX*4), SI
+	MOVQ    SI, 32(SP)
+	SUBQ    $0x04, 40(SP)
+	JMP     q5_KRowsAVX512_rows
+
+q5_KRowsAVX512_rowsdone:
+	MOVQ codes+0(FP), SI
+	ADDQ tstride+120(FP), SI
+	MOVQ SI, codes+0(FP)
+	MOVQ sm+16(FP), SI
+	ADDQ tstride+120(FP), SI
+	MOVQ SI, sm+16(FP)
+	MOVQ dm+24(FP), SI
+	ADDQ tstride+120(FP), SI
+	MOVQ SI, dm+24(FP)
+	MOVQ high+8(FP), SI
+	ADDQ tstride+120(FP), SI
+	MOVQ SI, high+8(FP)
+	MOVQ nsb+88(FP), SI
+	MOVQ SI, DI
+	SHLQ $0x02, DI
+	MOVQ d+72(FP), R8
+	ADDQ DI, R8
+	MOVQ R8, d+72(FP)
+	SHLQ $0x02, DI
+	MOVQ bp+80(FP), R8
+	ADDQ DI, R8
+	MOVQ R8, bp+80(FP)
+	SHLQ $0x08, SI
+	MOVQ a+64(FP), DI
+	ADDQ SI, DI
+	MOVQ DI, a+64(FP)
+	MOVQ $0x00000001, 56(SP)
+	DECQ tiles+112(FP)
+	JNZ  q5_KRowsAVX512_tile
+	VZEROUPPER
+	RET
+
 // func q6_KRowsAVX512(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, nsb int, y *float32, rows int, tiles int, tstride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C, MMX+
 TEXT ·q6_KRowsAVX512(SB), NOSPLIT, $64-104
@@ -7435,6 +7755,503 @@ q4_KToksAVX512_rowdone:
 	JMP  q4_KToksAVX512_rows
 
 q4_KToksAVX512_done:
+	VZEROUPPER
+	RET
+
+// func q5_KToksAVX512(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C
+TEXT ·q5_KToksAVX512(SB), NOSPLIT, $120-176
+	MOVQ         nsb+112(FP), AX
+	SHLQ         $0x07, AX
+	NEGQ         AX
+	ADDQ         tstride+168(FP), AX
+	MOVQ         AX, 32(SP)
+	MOVQ         nsb+112(FP), AX
+	SHLQ         $0x04, AX
+	NEGQ         AX
+	ADDQ         tstride+168(FP), AX
+	MOVQ         AX, 40(SP)
+	MOVQ         nsb+112(FP), AX
+	SHLQ         $0x02, AX
+	NEGQ         AX
+	ADDQ         tstride+168(FP), AX
+	MOVQ         AX, 48(SP)
+	MOVQ         nsb+112(FP), AX
+	SHLQ         $0x05, AX
+	NEGQ         AX
+	ADDQ         tstride+168(FP), AX
+	MOVQ         AX, 56(SP)
+	VPBROADCASTD c0Fx4<>+0(SB), Z0
+	VMOVDQU64    scMaskP0<>+0(SB), Z1
+	VMOVDQU64    scMaskP1<>+0(SB), Z2
+	VMOVDQU64    scMaskP2<>+0(SB), Z3
+	VMOVDQU64    scMaskP3<>+0(SB), Z4
+	VMOVDQU64    idx01<>+0(SB), Y5
+	VMOVDQU64    hShufZ<>+0(SB), Z6
+	VPBROADCASTD c10x4<>+0(SB), Z8
+	VMOVDQU64    hBitLH<>+0(SB), Z7
+	MOVL         $0x000000f0, AX
+	KMOVW        AX, K1
+
+q5_KToksAVX512_rows:
+	CMPQ rows+144(FP), $0x00
+	JE   q5_KToksAVX512_done
+	MOVQ a+64(FP), AX
+	MOVQ AX, 64(SP)
+	MOVQ d+72(FP), AX
+	MOVQ AX, 72(SP)
+	MOVQ bp+80(FP), AX
+	MOVQ AX, 80(SP)
+	MOVQ groups+120(FP), AX
+	MOVQ AX, (SP)
+
+q5_KToksAVX512_group:
+	CMPQ (SP), $0x02
+	JL   q5_KToksAVX512_one
+	MOVQ codes+0(FP), AX
+	MOVQ sm+16(FP), CX
+	MOVQ dm+24(FP), DX
+	MOVQ high+8(FP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ 80(SP), R8
+	MOVQ ag+88(FP), R9
+	MOVQ DI, R10
+	ADDQ dg+96(FP), R10
+	MOVQ R8, R11
+	ADDQ bg+104(FP), R11
+	MOVQ tiles+160(FP), R12
+	MOVQ R12, 16(SP)
+	MOVQ add+152(FP), R12
+	MOVQ R12, 24(SP)
+
+q5_KToksAVX512_sb2_tile:
+	MOVQ    nsb+112(FP), R12
+	MOVQ    R12, 8(SP)
+	VXORPS  X9, X9, X9
+	VMOVUPS X9, 88(SP)
+	VMOVUPS X9, 104(SP)
+
+q5_KToksAVX512_sb2:
+	VBROADCASTI32X4 (CX), Z9
+	VMOVDQU64       (AX), Y10
+	VPSRLW          $0x04, Y10, Y11
+	VINSERTI64X4    $0x01, Y11, Z10, Z10
+	VPANDD          Z0, Z10, Z10
+	VPBROADCASTQ    (BX), Z11
+	VPSHUFB         Z6, Z11, Z11
+	VPTESTMB        Z7, Z11, K1
+	VPADDB          Z8, Z10, K1, Z10
+	VPSHUFB         Z1, Z9, Z11
+	VPMADDUBSW      (SI), Z10, Z20
+	VPMADDWD        Z11, Z20, Z20
+	VPMADDUBSW      (SI)(R9*1), Z10, Z21
+	VPMADDWD        Z11, Z21, Z21
+	VPMADDUBSW      256(SI), Z10, Z22
+	VPMADDWD        Z11, Z22, Z22
+	VPMADDUBSW      256(SI)(R9*1), Z10, Z23
+	VPMADDWD        Z11, Z23, Z23
+	VPMADDUBSW      512(SI), Z10, Z24
+	VPMADDWD        Z11, Z24, Z24
+	VPMADDUBSW      512(SI)(R9*1), Z10, Z25
+	VPMADDWD        Z11, Z25, Z25
+	VPMADDUBSW      768(SI), Z10, Z26
+	VPMADDWD        Z11, Z26, Z26
+	VPMADDUBSW      768(SI)(R9*1), Z10, Z27
+	VPMADDWD        Z11, Z27, Z11
+	VMOVDQU64       32(AX), Y13
+	VPSRLW          $0x04, Y13, Y10
+	VINSERTI64X4    $0x01, Y10, Z13, Z13
+	VPANDD          Z0, Z13, Z13
+	VPBROADCASTQ    8(BX), Z27
+	VPSHUFB         Z6, Z27, Z27
+	VPTESTMB        Z7, Z27, K1
+	VPADDB          Z8, Z13, K1, Z13
+	VPSHUFB         Z2, Z9, Z27
+	VPMADDUBSW      64(SI), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z20
+	VPMADDUBSW      64(SI)(R9*1), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z21
+	VPMADDUBSW      320(SI), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z22
+	VPMADDUBSW      320(SI)(R9*1), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z23
+	VPMADDUBSW      576(SI), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z24
+	VPMADDUBSW      576(SI)(R9*1), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z25
+	VPMADDUBSW      832(SI), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z26
+	VPMADDUBSW      832(SI)(R9*1), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z11
+	VMOVDQU64       64(AX), Y14
+	VPSRLW          $0x04, Y14, Y10
+	VINSERTI64X4    $0x01, Y10, Z14, Z14
+	VPANDD          Z0, Z14, Z14
+	VPBROADCASTQ    16(BX), Z27
+	VPSHUFB         Z6, Z27, Z27
+	VPTESTMB        Z7, Z27, K1
+	VPADDB          Z8, Z14, K1, Z14
+	VPSHUFB         Z3, Z9, Z27
+	VPMADDUBSW      128(SI), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z20
+	VPMADDUBSW      128(SI)(R9*1), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z21
+	VPMADDUBSW      384(SI), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z22
+	VPMADDUBSW      384(SI)(R9*1), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z23
+	VPMADDUBSW      640(SI), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z24
+	VPMADDUBSW      640(SI)(R9*1), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z25
+	VPMADDUBSW      896(SI), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z26
+	VPMADDUBSW      896(SI)(R9*1), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z11
+	VMOVDQU64       96(AX), Y15
+	VPSRLW          $0x04, Y15, Y10
+	VINSERTI64X4    $0x01, Y10, Z15, Z15
+	VPANDD          Z0, Z15, Z15
+	VPBROADCASTQ    24(BX), Z27
+	VPSHUFB         Z6, Z27, Z27
+	VPTESTMB        Z7, Z27, K1
+	VPADDB          Z8, Z15, K1, Z15
+	VPSHUFB         Z4, Z9, Z27
+	VPMADDUBSW      192(SI), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z20
+	VPMADDUBSW      192(SI)(R9*1), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z21
+	VPMADDUBSW      448(SI), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z22
+	VPMADDUBSW      448(SI)(R9*1), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z23
+	VPMADDUBSW      704(SI), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z24
+	VPMADDUBSW      704(SI)(R9*1), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z25
+	VPMADDUBSW      960(SI), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z26
+	VPMADDUBSW      960(SI)(R9*1), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z11
+	VPUNPCKLDQ      Z22, Z20, Z27
+	VPUNPCKHDQ      Z22, Z20, Z20
+	VPADDD          Z20, Z27, Z27
+	VPUNPCKLDQ      Z26, Z24, Z22
+	VPUNPCKHDQ      Z26, Z24, Z20
+	VPADDD          Z20, Z22, Z22
+	VPUNPCKHQDQ     Z22, Z27, Z20
+	VPUNPCKLQDQ     Z22, Z27, Z27
+	VPADDD          Z20, Z27, Z27
+	VEXTRACTI64X4   $0x01, Z27, Y13
+	VPADDD          Y13, Y27, Y13
+	VEXTRACTI128    $0x01, Y13, X10
+	VPADDD          X10, X13, X10
+	VPUNPCKLDQ      Z23, Z21, Z20
+	VPUNPCKHDQ      Z23, Z21, Z21
+	VPADDD          Z21, Z20, Z20
+	VPUNPCKLDQ      Z11, Z25, Z22
+	VPUNPCKHDQ      Z11, Z25, Z11
+	VPADDD          Z11, Z22, Z22
+	VPUNPCKHQDQ     Z22, Z20, Z21
+	VPUNPCKLQDQ     Z22, Z20, Z20
+	VPADDD          Z21, Z20, Z20
+	VEXTRACTI64X4   $0x01, Z20, Y11
+	VPADDD          Y11, Y20, Y11
+	VEXTRACTI128    $0x01, Y11, X13
+	VPADDD          X13, X11, X13
+	VPSHUFB         mMask<>+0(SB), X9, X11
+	VPMADDWD        (R8), X11, X12
+	VPMADDWD        16(R8), X11, X14
+	VPMADDWD        32(R8), X11, X15
+	VPMADDWD        48(R8), X11, X16
+	VPUNPCKLDQ      X14, X12, X9
+	VPUNPCKHDQ      X14, X12, X12
+	VPADDD          X12, X9, X9
+	VPUNPCKLDQ      X16, X15, X12
+	VPUNPCKHDQ      X16, X15, X14
+	VPADDD          X14, X12, X12
+	VPUNPCKHQDQ     X12, X9, X14
+	VPUNPCKLQDQ     X12, X9, X9
+	VPADDD          X14, X9, X9
+	VPMADDWD        (R11), X11, X12
+	VPMADDWD        16(R11), X11, X14
+	VPMADDWD        32(R11), X11, X15
+	VPMADDWD        48(R11), X11, X16
+	VPUNPCKLDQ      X14, X12, X11
+	VPUNPCKHDQ      X14, X12, X12
+	VPADDD          X12, X11, X11
+	VPUNPCKLDQ      X16, X15, X12
+	VPUNPCKHDQ      X16, X15, X14
+	VPADDD          X14, X12, X12
+	VPUNPCKHQDQ     X12, X11, X14
+	VPUNPCKLQDQ     X12, X11, X11
+	VPADDD          X14, X11, X11
+	VMOVD           (DX), X12
+	VCVTPH2PS       X12, X12
+	VPERMPS         Y12, Y5, Y14
+	VBROADCASTF128  (DI), Y15
+	VMULPS          Y14, Y15, Y15
+	VCVTDQ2PS       X10, X10
+	VCVTDQ2PS       X9, X9
+	VMULPS          X15, X10, X10
+	VEXTRACTF128    $0x01, Y15, X12
+	VMULPS          X12, X9, X9
+	VSUBPS          X9, X10, X10
+	VADDPS          88(SP), X10, X10
+	VMOVUPS         X10, 88(SP)
+	VBROADCASTF128  (R10), Y9
+	VMULPS          Y14, Y9, Y9
+	VCVTDQ2PS       X13, X10
+	VCVTDQ2PS       X11, X11
+	VMULPS          X9, X10, X10
+	VEXTRACTF128    $0x01, Y9, X9
+	VMULPS          X9, X11, X11
+	VSUBPS          X11, X10, X10
+	VADDPS          104(SP), X10, X10
+	VMOVUPS         X10, 104(SP)
+	ADDQ            $0x80, AX
+	ADDQ            $0x20, BX
+	ADDQ            $0x10, CX
+	ADDQ            $0x04, DX
+	ADDQ            $0x00000400, SI
+	ADDQ            $0x10, DI
+	ADDQ            $0x40, R8
+	ADDQ            $0x10, R10
+	ADDQ            $0x40, R11
+	DECQ            8(SP)
+	JNZ             q5_KToksAVX512_sb2
+	MOVQ            o+128(FP), R12
+	VMOVUPS         88(SP), X9
+	CMPQ            24(SP), $0x00
+	JE              q5_KToksAVX512_sb20_store
+	VADDPS          (R12), X9, X9
+
+q5_KToksAVX512_sb20_store:
+	VMOVUPS X9, (R12)
+	ADDQ    $0x10, R12
+	VMOVUPS 104(SP), X9
+	CMPQ    24(SP), $0x00
+	JE      q5_KToksAVX512_sb21_store
+	VADDPS  (R12), X9, X9
+
+q5_KToksAVX512_sb21_store:
+	VMOVUPS X9, (R12)
+	ADDQ    $0x10, R12
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	ADDQ    56(SP), BX
+	DECQ    16(SP)
+	JNZ     q5_KToksAVX512_sb2_tile
+	MOVQ    R12, o+128(FP)
+	MOVQ    64(SP), AX
+	ADDQ    ag+88(FP), AX
+	ADDQ    ag+88(FP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
+	ADDQ    dg+96(FP), AX
+	ADDQ    dg+96(FP), AX
+	MOVQ    AX, 72(SP)
+	MOVQ    80(SP), AX
+	ADDQ    bg+104(FP), AX
+	ADDQ    bg+104(FP), AX
+	MOVQ    AX, 80(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q5_KToksAVX512_group
+
+q5_KToksAVX512_one:
+	CMPQ (SP), $0x01
+	JL   q5_KToksAVX512_rowdone
+	MOVQ codes+0(FP), AX
+	MOVQ sm+16(FP), CX
+	MOVQ dm+24(FP), DX
+	MOVQ high+8(FP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ 80(SP), R8
+	MOVQ tiles+160(FP), R9
+	MOVQ R9, 16(SP)
+	MOVQ add+152(FP), R9
+	MOVQ R9, 24(SP)
+
+q5_KToksAVX512_sb1_tile:
+	MOVQ    nsb+112(FP), R9
+	MOVQ    R9, 8(SP)
+	VXORPS  X9, X9, X9
+	VMOVUPS X9, 88(SP)
+
+q5_KToksAVX512_sb1:
+	VBROADCASTI32X4 (CX), Z9
+	VMOVDQU64       (AX), Y16
+	VPSRLW          $0x04, Y16, Y10
+	VINSERTI64X4    $0x01, Y10, Z16, Z16
+	VPANDD          Z0, Z16, Z16
+	VPBROADCASTQ    (BX), Z11
+	VPSHUFB         Z6, Z11, Z11
+	VPTESTMB        Z7, Z11, K1
+	VPADDB          Z8, Z16, K1, Z16
+	VPSHUFB         Z1, Z9, Z11
+	VPMADDUBSW      (SI), Z16, Z20
+	VPMADDWD        Z11, Z20, Z20
+	VPMADDUBSW      256(SI), Z16, Z21
+	VPMADDWD        Z11, Z21, Z21
+	VPMADDUBSW      512(SI), Z16, Z22
+	VPMADDWD        Z11, Z22, Z22
+	VPMADDUBSW      768(SI), Z16, Z23
+	VPMADDWD        Z11, Z23, Z11
+	VMOVDQU64       32(AX), Y17
+	VPSRLW          $0x04, Y17, Y10
+	VINSERTI64X4    $0x01, Y10, Z17, Z17
+	VPANDD          Z0, Z17, Z17
+	VPBROADCASTQ    8(BX), Z23
+	VPSHUFB         Z6, Z23, Z23
+	VPTESTMB        Z7, Z23, K1
+	VPADDB          Z8, Z17, K1, Z17
+	VPSHUFB         Z2, Z9, Z23
+	VPMADDUBSW      64(SI), Z17, Z24
+	VPDPWSSD        Z23, Z24, Z20
+	VPMADDUBSW      320(SI), Z17, Z24
+	VPDPWSSD        Z23, Z24, Z21
+	VPMADDUBSW      576(SI), Z17, Z24
+	VPDPWSSD        Z23, Z24, Z22
+	VPMADDUBSW      832(SI), Z17, Z24
+	VPDPWSSD        Z23, Z24, Z11
+	VMOVDQU64       64(AX), Y18
+	VPSRLW          $0x04, Y18, Y10
+	VINSERTI64X4    $0x01, Y10, Z18, Z18
+	VPANDD          Z0, Z18, Z18
+	VPBROADCASTQ    16(BX), Z23
+	VPSHUFB         Z6, Z23, Z23
+	VPTESTMB        Z7, Z23, K1
+	VPADDB          Z8, Z18, K1, Z18
+	VPSHUFB         Z3, Z9, Z23
+	VPMADDUBSW      128(SI), Z18, Z24
+	VPDPWSSD        Z23, Z24, Z20
+	VPMADDUBSW      384(SI), Z18, Z24
+	VPDPWSSD        Z23, Z24, Z21
+	VPMADDUBSW      640(SI), Z18, Z24
+	VPDPWSSD        Z23, Z24, Z22
+	VPMADDUBSW      896(SI), Z18, Z24
+	VPDPWSSD        Z23, Z24, Z11
+	VMOVDQU64       96(AX), Y19
+	VPSRLW          $0x04, Y19, Y10
+	VINSERTI64X4    $0x01, Y10, Z19, Z19
+	VPANDD          Z0, Z19, Z19
+	VPBROADCASTQ    24(BX), Z23
+	VPSHUFB         Z6, Z23, Z23
+	VPTESTMB        Z7, Z23, K1
+	VPADDB          Z8, Z19, K1, Z19
+	VPSHUFB         Z4, Z9, Z23
+	VPMADDUBSW      192(SI), Z19, Z24
+	VPDPWSSD        Z23, Z24, Z20
+	VPMADDUBSW      448(SI), Z19, Z24
+	VPDPWSSD        Z23, Z24, Z21
+	VPMADDUBSW      704(SI), Z19, Z24
+	VPDPWSSD        Z23, Z24, Z22
+	VPMADDUBSW      960(SI), Z19, Z24
+	VPDPWSSD        Z23, Z24, Z11
+	VPUNPCKLDQ      Z21, Z20, Z23
+	VPUNPCKHDQ      Z21, Z20, Z20
+	VPADDD          Z20, Z23, Z23
+	VPUNPCKLDQ      Z11, Z22, Z21
+	VPUNPCKHDQ      Z11, Z22, Z11
+	VPADDD          Z11, Z21, Z21
+	VPUNPCKHQDQ     Z21, Z23, Z20
+	VPUNPCKLQDQ     Z21, Z23, Z23
+	VPADDD          Z20, Z23, Z23
+	VEXTRACTI64X4   $0x01, Z23, Y10
+	VPADDD          Y10, Y23, Y10
+	VEXTRACTI128    $0x01, Y10, X11
+	VPADDD          X11, X10, X11
+	VPSHUFB         mMask<>+0(SB), X9, X9
+	VPMADDWD        (R8), X9, X10
+	VPMADDWD        16(R8), X9, X12
+	VPMADDWD        32(R8), X9, X13
+	VPMADDWD        48(R8), X9, X14
+	VPUNPCKLDQ      X12, X10, X9
+	VPUNPCKHDQ      X12, X10, X10
+	VPADDD          X10, X9, X9
+	VPUNPCKLDQ      X14, X13, X10
+	VPUNPCKHDQ      X14, X13, X12
+	VPADDD          X12, X10, X10
+	VPUNPCKHQDQ     X10, X9, X12
+	VPUNPCKLQDQ     X10, X9, X9
+	VPADDD          X12, X9, X9
+	VMOVD           (DX), X12
+	VCVTPH2PS       X12, X12
+	VPERMPS         Y12, Y5, Y10
+	VBROADCASTF128  (DI), Y13
+	VMULPS          Y10, Y13, Y13
+	VCVTDQ2PS       X11, X10
+	VCVTDQ2PS       X9, X9
+	VMULPS          X13, X10, X10
+	VEXTRACTF128    $0x01, Y13, X11
+	VMULPS          X11, X9, X9
+	VSUBPS          X9, X10, X10
+	VADDPS          88(SP), X10, X10
+	VMOVUPS         X10, 88(SP)
+	ADDQ            $0x80, AX
+	ADDQ            $0x20, BX
+	ADDQ            $0x10, CX
+	ADDQ            $0x04, DX
+	ADDQ            $0x00000400, SI
+	ADDQ            $0x10, DI
+	ADDQ            $0x40, R8
+	DECQ            8(SP)
+	JNZ             q5_KToksAVX512_sb1
+	MOVQ            o+128(FP), R9
+	VMOVUPS         88(SP), X9
+	CMPQ            24(SP), $0x00
+	JE              q5_KToksAVX512_sb10_store
+	VADDPS          (R9), X9, X9
+
+q5_KToksAVX512_sb10_store:
+	VMOVUPS X9, (R9)
+	ADDQ    $0x10, R9
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	ADDQ    56(SP), BX
+	DECQ    16(SP)
+	JNZ     q5_KToksAVX512_sb1_tile
+	MOVQ    R9, o+128(FP)
+	MOVQ    64(SP), AX
+	ADDQ    ag+88(FP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
+	ADDQ    dg+96(FP), AX
+	MOVQ    AX, 72(SP)
+	MOVQ    80(SP), AX
+	ADDQ    bg+104(FP), AX
+	MOVQ    AX, 80(SP)
+	SUBQ    $0x01, (SP)
+
+q5_KToksAVX512_rowdone:
+	MOVQ o+128(FP), AX
+	MOVQ groups+120(FP), CX
+	SHLQ $0x04, CX
+	SUBQ CX, AX
+	ADDQ ostride+136(FP), AX
+	MOVQ AX, o+128(FP)
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+32(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ sm+16(FP), AX
+	ADDQ mstride+48(FP), AX
+	MOVQ AX, sm+16(FP)
+	MOVQ dm+24(FP), AX
+	ADDQ dstride+56(FP), AX
+	MOVQ AX, dm+24(FP)
+	MOVQ high+8(FP), AX
+	ADDQ hstride+40(FP), AX
+	MOVQ AX, high+8(FP)
+	DECQ rows+144(FP)
+	JMP  q5_KToksAVX512_rows
+
+q5_KToksAVX512_done:
 	VZEROUPPER
 	RET
 

@@ -36,9 +36,9 @@ import (
 //
 // The AVX-512 set (avx512Kernels, _generate/avx512.go; AVX512F, BW, VL
 // and VNNI) has the same arguments, layouts and bits, with its own rows and
-// token kernels for Q4_0, Q8_0, Q4_K and Q6_K: VPDPBUSD and VPDPWSSD form
+// token kernels for every format: VPDPBUSD and VPDPWSSD form
 // the same exact int32 sums with fewer instructions, 64 bytes of weights
-// per load, the Q4_0 and Q8_0 rows kernels eight rows per step. Where the
+// per load, the Q4_0, Q5_0 and Q8_0 rows kernels eight rows per step. Where the
 // CPU has no AVX-512 the tests run it under x86sim (sim_test.go).
 //
 // For Q4_0, Q5_0 and Q8_0 the kernels take the blocks of a K-tile by pairs,
@@ -81,15 +81,15 @@ var avx2Kernels = &kernels{
 
 // avx512Kernels is the AVX-512 set (AVX512F, BW, VL and VNNI; generated
 // by _generate/avx512.go into kernels_amd64.s). It has its own rows
-// kernels (MatVec, decode) and token kernels (MatMat, prefill) for Q4_0,
-// Q8_0, Q4_K and Q6_K; the Q5_0 and Q5_K kernels, the quantiser and
-// permute64 are the AVX2 ones, which every AVX-512 CPU runs.
+// kernels (MatVec, decode) and token kernels (MatMat, prefill) for every
+// quantised format; the activation quantiser (quantQ8_0) and permute64
+// are the AVX2 ones, which every AVX-512 CPU runs.
 var avx512Kernels = &kernels{
 	name:     "avx512",
 	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX512, q8_0Rows: q8_0RowsAVX512,
-	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX2, q6_KRows: q6_KRowsAVX512,
+	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX512, q6_KRows: q6_KRowsAVX512,
 	q4_0Toks: q4_0ToksAVX512, q5_0Toks: q5_0ToksAVX512, q8_0Toks: q8_0ToksAVX512,
-	q4_KToks: q4_KToksAVX512, q5_KToks: q5_KToksAVX2, q6_KToks: q6_KToksAVX512,
+	q4_KToks: q4_KToksAVX512, q5_KToks: q5_KToksAVX512, q6_KToks: q6_KToksAVX512,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
 }
 

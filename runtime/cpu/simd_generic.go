@@ -103,3 +103,11 @@ func q5_0RowsAVX512(codes, high, scales *byte, cstride, hstride, sstride int, a 
 func q5_0ToksAVX512(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
 	noAsm()
 }
+
+func q5_KRowsAVX512(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q5_KToksAVX512(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
+	noAsm()
+}

@@ -33,12 +33,14 @@ func avx512() {
 	rowsQ8x512("q8_0RowsAVX512")
 	rowsQ4x512("q4_0RowsAVX512", false)
 	rowsQ4x512("q5_0RowsAVX512", true)
-	rowsQ4Kx512("q4_KRowsAVX512")
+	rowsQ4Kx512("q4_KRowsAVX512", false)
+	rowsQ4Kx512("q5_KRowsAVX512", true)
 	rowsQ6x512("q6_KRowsAVX512")
 	toksQ8x512("q8_0ToksAVX512")
 	toksQ4x512("q4_0ToksAVX512", false)
 	toksQ4x512("q5_0ToksAVX512", true)
-	toksQ4Kx512("q4_KToksAVX512")
+	toksQ4Kx512("q4_KToksAVX512", false)
+	toksQ4Kx512("q5_KToksAVX512", true)
 	toksQ6x512("q6_KToksAVX512")
 }
 
@@ -571,23 +573,38 @@ func finish8(r VecVirtual, psc, ss Register, dx Mem, sT8, b8, acc VecVirtual, km
 	VADDPS(h, acc, acc)
 }
 
-// rowsQ4Kx512 writes the Q4_K rows kernel (the arguments of rowsK). Per
+// rowsQ4Kx512 writes the Q4_K (q5: Q5_K, with the 5th bits added by
+// highBitsZ) rows kernel (the arguments of rowsK). Per
 // super-block and row, the 128 code bytes in two zmm (sub-blocks 4jj..4jj+3
 // by 128-bit lane), their nibbles multiplied by the token's codes with
-// VPMADDUBSW (int16: at most 2*15*128 per product pair, twice), then by the
+// VPMADDUBSW (int16: at most 2*31*128 per product pair, twice), then by the
 // sub-block scales and summed into dwords with VPDPWSSD. The activations of
 // a zmm's four sub-blocks are two 32-byte halves of the permuted codes,
 // put together once per super-block for the four rows. The mins and the
 // float part are the AVX2 kernel's.
-func rowsQ4Kx512(name string) {
-	TEXT(name, NOSPLIT, "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)")
-	rowsDoc(name, "dotQ4_K(codes, sm, dm of row i, tile t; the token's codes, scales and bsums of tile t)")
+func rowsQ4Kx512(name string, q5 bool) {
+	if q5 {
+		TEXT(name, NOSPLIT, "func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)")
+		rowsDoc(name, "dotQ5_K(codes, high, sm, dm of row i, tile t; the token's codes, scales and bsums of tile t)")
+	} else {
+		TEXT(name, NOSPLIT, "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)")
+		rowsDoc(name, "dotQ4_K(codes, sm, dm of row i, tile t; the token's codes, scales and bsums of tile t)")
+	}
 	Pragma("noescape")
 	cnt := AllocLocal(8)
 	cs := Load(Param("cstride"), GP64())
 	ms := Load(Param("mstride"), GP64())
 	ds := Load(Param("dstride"), GP64())
 	strides := map[string]Register{"codes": cs, "sm": ms, "dm": ds}
+	planes := []string{"codes", "sm", "dm"}
+	var hs Register
+	var hc highConsts
+	if q5 {
+		hs = Load(Param("hstride"), GP64())
+		strides["high"] = hs
+		planes = append(planes, "high")
+		hc = loadHighConsts(hShufKZ, true)
+	}
 	m0F := ZMM()
 	VPBROADCASTD(c0Fx4, m0F)
 	var scm [2]VecVirtual
@@ -599,12 +616,16 @@ func rowsQ4Kx512(name string) {
 	mm, it := XMM(), YMM()
 	VMOVDQU64(mMask, mm)
 	VMOVDQU64(idxT, it)
-	tv := beginTiles(name, "codes", "sm", "dm")
+	tv := beginTiles(name, planes...)
 
 	Label(name + "_rows")
 	CMPQ(tv.rows, U8(4))
 	JL(LabelRef(name + "_rowsdone"))
 	pc, psm, pdm := tv.load("codes"), tv.load("sm"), tv.load("dm")
+	var ph Register
+	if q5 {
+		ph = tv.load("high")
+	}
 	pa := Load(Param("a"), GP64())
 	pd := Load(Param("d"), GP64())
 	pbp := Load(Param("bp"), GP64())
@@ -633,6 +654,11 @@ func rowsQ4Kx512(name string) {
 	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
 	tm := GP64()
 	LEAQ(Mem{Base: psm, Index: ms, Scale: 2}, tm)
+	var th Register
+	if q5 {
+		th = GP64()
+		LEAQ(Mem{Base: ph, Index: hs, Scale: 2}, th)
+	}
 	var v [4]VecVirtual
 	for k := 0; k < 4; k++ {
 		smv := ZMM()
@@ -644,6 +670,11 @@ func rowsQ4Kx512(name string) {
 			VPSRLW(U8(4), lo, hi)
 			VPANDD(m0F, lo, lo)
 			VPANDD(m0F, hi, hi)
+			if q5 {
+				hv := ZMM()
+				VBROADCASTI32X4(rowMem(ph, hs, th, k, 16*jj), hv) // the high bytes of pairs 2jj, 2jj+1
+				highBitsZ(hv, lo, hi, hc)
+			}
 			VPMADDUBSW(ae[jj], lo, lo)
 			VPMADDUBSW(ao[jj], hi, hi)
 			VPADDW(hi, lo, lo)
@@ -682,6 +713,9 @@ func rowsQ4Kx512(name string) {
 	VSUBPS(fm, fi, fi)
 	VADDPS(fi, acc, acc)
 	ADDQ(U8(128), pc)
+	if q5 {
+		ADDQ(U8(32), ph)
+	}
 	ADDQ(U8(16), psm)
 	ADDQ(U8(4), pdm)
 	ADDQ(U32(256), pa)
@@ -1147,16 +1181,22 @@ func toksQ4x512(name string, q5 bool) {
 	RET()
 }
 
-// toksQ4Kx512 writes the Q4_K token kernel (the arguments of toksK), two
+// toksQ4Kx512 writes the Q4_K (q5: Q5_K, the 5th bits added by highBitsZ)
+// token kernel (the arguments of toksK), two
 // groups per pass while two remain, then one, over every K-tile. Per
 // super-block and pair j of sub-blocks, the row's 32 code bytes as one zmm
 // [low nibbles | high nibbles], which is the layout of a token's 64
 // permuted codes of the pair: one VPMADDUBSW per token (int16, at most
-// 2*15*128) and one VPDPWSSD by the sub-block scales sum its products. The
+// 2*31*128) and one VPDPWSSD by the sub-block scales sum its products. The
 // mins and the float part are the AVX2 kernel's.
-func toksQ4Kx512(name string) {
-	TEXT(name, NOSPLIT, "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
-	toksTilesDoc(name, "dotQ4_K")
+func toksQ4Kx512(name string, q5 bool) {
+	if q5 {
+		TEXT(name, NOSPLIT, "func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
+		toksTilesDoc(name, "dotQ5_K")
+	} else {
+		TEXT(name, NOSPLIT, "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
+		toksTilesDoc(name, "dotQ4_K")
+	}
 	Pragma("noescape")
 	gcnt, cnt, tcnt, addNow := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	// What takes each plane pointer from the end of a tile's super-blocks
@@ -1165,7 +1205,10 @@ func toksQ4Kx512(name string) {
 	for _, c := range []struct {
 		plane string
 		shift uint8 // log2 of the plane's bytes per super-block
-	}{{"codes", 7}, {"sm", 4}, {"dm", 2}} {
+	}{{"codes", 7}, {"sm", 4}, {"dm", 2}, {"high", 5}} {
+		if c.plane == "high" && !q5 {
+			continue
+		}
 		adj[c.plane] = AllocLocal(8)
 		r := Load(Param("nsb"), GP64())
 		SHLQ(U8(c.shift), r)
@@ -1184,6 +1227,10 @@ func toksQ4Kx512(name string) {
 	}
 	i01 := YMM()
 	VMOVDQU64(idx01, i01)
+	var hc highConsts
+	if q5 {
+		hc = loadHighConsts(hShufZ, false)
+	}
 
 	Label(name + "_rows")
 	CMPQ(param("rows"), U8(0))
@@ -1200,6 +1247,10 @@ func toksQ4Kx512(name string) {
 		pc := Load(Param("codes"), GP64())
 		psm := Load(Param("sm"), GP64())
 		pdm := Load(Param("dm"), GP64())
+		var ph Register
+		if q5 {
+			ph = Load(Param("high"), GP64())
+		}
 		pa, pd, pbp := GP64(), GP64(), GP64()
 		MOVQ(pag, pa)
 		MOVQ(pdg, pd)
@@ -1244,6 +1295,11 @@ func toksQ4Kx512(name string) {
 			VPSRLW(U8(4), c.AsY(), hi)
 			VINSERTI64X4(U8(1), hi, c, c)
 			VPANDD(m0F, c, c)
+			if q5 {
+				hv := ZMM()
+				VPBROADCASTQ(Mem{Base: ph, Disp: 8 * j}, hv)
+				highBitsZ(hv, c, nil, hc)
+			}
 			sc := ZMM()
 			VPSHUFB(scm[j], smv, sc)
 			for l := 0; l < 4; l++ {
@@ -1303,6 +1359,9 @@ func toksQ4Kx512(name string) {
 			VMOVUPS(fi, accm[gi])
 		}
 		ADDQ(U8(128), pc)
+		if q5 {
+			ADDQ(U8(32), ph)
+		}
 		ADDQ(U8(16), psm)
 		ADDQ(U8(4), pdm)
 		ADDQ(U32(1024), pa)
@@ -1327,6 +1386,9 @@ func toksQ4Kx512(name string) {
 		ADDQ(adj["codes"], pc)
 		ADDQ(adj["sm"], psm)
 		ADDQ(adj["dm"], pdm)
+		if q5 {
+			ADDQ(adj["high"], ph)
+		}
 		DECQ(tcnt)
 		JNZ(LabelRef(label + "_tile"))
 		Store(po, Param("o"))
@@ -1366,6 +1428,9 @@ func toksQ4Kx512(name string) {
 	addParam("codes", "cstride")
 	addParam("sm", "mstride")
 	addParam("dm", "dstride")
+	if q5 {
+		addParam("high", "hstride")
+	}
 	DECQ(param("rows"))
 	JMP(LabelRef(name + "_rows"))
 
