@@ -725,23 +725,7 @@ func rowsQ4Kx512(name string, q5 bool) {
 	JNZ(LabelRef(name + "_sb"))
 	tv.nextRows(name, acc, strides)
 
-	tv.endTiles(name, func() {
-		n := Load(Param("nsb"), GP64())
-		m := GP64()
-		MOVQ(n, m)
-		SHLQ(U8(2), m) // 4 bytes of d per super-block
-		r := Load(Param("d"), GP64())
-		ADDQ(m, r)
-		Store(r, Param("d"))
-		SHLQ(U8(2), m) // 16 bytes of bp
-		r = Load(Param("bp"), GP64())
-		ADDQ(m, r)
-		Store(r, Param("bp"))
-		SHLQ(U8(8), n) // 256 codes
-		r = Load(Param("a"), GP64())
-		ADDQ(n, r)
-		Store(r, Param("a"))
-	})
+	tv.endTiles(name, func() { nextTileK(true) })
 }
 
 // rowsQ6x512 writes the Q6_K rows kernel (the arguments of rowsQ6). Per
@@ -749,9 +733,10 @@ func rowsQ4Kx512(name string, q5 bool) {
 // exactly) in four zmm (groups of 16 by 128-bit lane). As in the AVX2
 // kernel the products are |w| (unsigned) times a*sign(w), but the sign
 // goes on by negating the token's codes (loaded once per super-block for
-// the four rows) under the mask of w's sign bits: VPMADDUBSW then sums pairs in int16 exactly (|a| <= 127, so at
-// most 2*128*127), and VPDPWSSD multiplies them by the group scales
-// (VPERMW spreads them) into dwords. The float part is the AVX2 kernel's.
+// the four rows) under the mask of w's sign bits: VPMADDUBSW then sums
+// pairs in int16 exactly (|a| <= 127, so at most 2*128*127), and VPDPWSSD
+// multiplies them by the group scales (VPERMW spreads them) into dwords.
+// The float part is the AVX2 kernel's.
 func rowsQ6x512(name string) {
 	TEXT(name, NOSPLIT, "func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int)")
 	rowsDoc(name, "dotQ6_K(codes, scales, dp of row i, tile t; the token's codes and scales of tile t)")
@@ -841,19 +826,98 @@ func rowsQ6x512(name string) {
 	JNZ(LabelRef(name + "_sb"))
 	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss, "dp": ds})
 
-	tv.endTiles(name, func() {
-		n := Load(Param("nsb"), GP64())
-		m := GP64()
-		MOVQ(n, m)
-		SHLQ(U8(2), m) // 4 bytes of d per super-block
-		r := Load(Param("d"), GP64())
+	tv.endTiles(name, func() { nextTileK(false) })
+}
+
+// nextTileK moves the activation arguments of the K-quant rows kernels on
+// by a K-tile of nsb super-blocks: d by 4 bytes per super-block, bp (if
+// bp) by 16, a by 256.
+func nextTileK(bp bool) {
+	n := Load(Param("nsb"), GP64())
+	m := GP64()
+	MOVQ(n, m)
+	SHLQ(U8(2), m) // 4 bytes of d per super-block
+	r := Load(Param("d"), GP64())
+	ADDQ(m, r)
+	Store(r, Param("d"))
+	if bp {
+		SHLQ(U8(2), m) // 16 bytes of bp
+		r = Load(Param("bp"), GP64())
 		ADDQ(m, r)
-		Store(r, Param("d"))
-		SHLQ(U8(8), n) // 256 codes per super-block
-		r = Load(Param("a"), GP64())
-		ADDQ(n, r)
-		Store(r, Param("a"))
-	})
+		Store(r, Param("bp"))
+	}
+	SHLQ(U8(8), n) // 256 codes
+	r = Load(Param("a"), GP64())
+	ADDQ(n, r)
+	Store(r, Param("a"))
+}
+
+// nextRowToks ends a token kernel's row (the planes already moved on):
+// one row fewer, back to name_rows, and the return at name_done.
+func nextRowToks(name string) {
+	DECQ(param("rows"))
+	JMP(LabelRef(name + "_rows"))
+
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// local is a local variable of a token kernel and the argument that sets
+// it (toLocals) or moves it on by one group (nextGroups).
+type local struct {
+	dst Mem
+	arg string
+}
+
+// toLocals copies the arguments into their locals.
+func toLocals(ls []local) {
+	for _, l := range ls {
+		r := Load(Param(l.arg), GP64())
+		MOVQ(r, l.dst)
+	}
+}
+
+// nextGroups moves each local on by groups times its argument (the
+// pointers to the next groups' activations) and counts the groups off
+// gcnt.
+func nextGroups(groups int, gcnt Mem, ls []local) {
+	for _, l := range ls {
+		r := GP64()
+		MOVQ(l.dst, r)
+		for range groups {
+			ADDQ(param(l.arg), r)
+		}
+		MOVQ(r, l.dst)
+	}
+	SUBQ(U8(groups), gcnt)
+}
+
+// groupPasses runs pass over a row's token groups, two at a time while two
+// remain, then one, and ends at the label name_rowdone. The passes' loops
+// are labelled name+label+"2" and name+label+"1".
+func groupPasses(name, label string, gcnt Mem, pass func(label string, groups int)) {
+	Label(name + "_group")
+	CMPQ(gcnt, U8(2))
+	JL(LabelRef(name + "_one"))
+	pass(name+label+"2", 2)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_one")
+	CMPQ(gcnt, U8(1))
+	JL(LabelRef(name + "_rowdone"))
+	pass(name+label+"1", 1)
+	Label(name + "_rowdone")
+}
+
+// oNextRow moves the argument o, moved on by 16 bytes per group, to the
+// next row's outputs.
+func oNextRow() {
+	po := Load(Param("o"), GP64())
+	gb := Load(Param("groups"), GP64())
+	SHLQ(U8(4), gb)
+	SUBQ(gb, po)
+	ADDQ(param("ostride"), po)
+	Store(po, Param("o"))
 }
 
 // toksQ8x512 writes the Q8_0 token kernel (the arguments of toksQ8), two
@@ -884,13 +948,7 @@ func toksQ8x512(name string) {
 	pc0 := Load(Param("codes"), GP64())
 	psc := Load(Param("scales"), GP64())
 	po := Load(Param("o"), GP64())
-	for _, c := range []struct {
-		dst Mem
-		src string
-	}{{pag, "a"}, {pdg, "d"}, {gcnt, "groups"}} {
-		r := Load(Param(c.src), GP64())
-		MOVQ(r, c.dst)
-	}
+	toLocals([]local{{pag, "a"}, {pdg, "d"}, {gcnt, "groups"}})
 
 	pass := func(label string, groups int) {
 		pa, pd, pc := GP64(), GP64(), GP64()
@@ -956,53 +1014,26 @@ func toksQ8x512(name string) {
 			store(fmt.Sprintf("%s%d", label, gi), acc[gi], po, param("add"))
 			ADDQ(U8(16), po)
 		}
-		for _, c := range []struct {
-			dst Mem
-			by  string
-		}{{pag, "ag"}, {pdg, "dg"}} {
-			r := GP64()
-			MOVQ(c.dst, r)
-			ADDQ(param(c.by), r)
-			if groups == 2 {
-				ADDQ(param(c.by), r)
-			}
-			MOVQ(r, c.dst)
-		}
-		SUBQ(U8(groups), gcnt)
+		nextGroups(groups, gcnt, []local{{pag, "ag"}, {pdg, "dg"}})
 	}
 
-	Label(name + "_group")
-	CMPQ(gcnt, U8(2))
-	JL(LabelRef(name + "_one"))
-	pass(name+"_pair2", 2)
-	JMP(LabelRef(name + "_group"))
-	Label(name + "_one")
-	CMPQ(gcnt, U8(1))
-	JL(LabelRef(name + "_rowdone"))
-	pass(name+"_pair1", 1)
-
-	Label(name + "_rowdone")
+	groupPasses(name, "_pair", gcnt, pass)
 	addParam("codes", "cstride")
 	addParam("scales", "sstride")
 	addParam("o", "ostride")
-	DECQ(param("rows"))
-	JMP(LabelRef(name + "_rows"))
-
-	Label(name + "_done")
-	VZEROUPPER()
-	RET()
+	nextRowToks(name)
 }
 
-// toksQ4x512 writes the Q4_0 (q5: Q5_0) token kernel (the arguments of toksQ4), two
-// groups per pass while two remain, then one, over every K-tile. Per pair
-// of blocks, the row's nibbles as one zmm [lo | hi] and its three
-// rotations (VPSHUFD by 128-bit lane, see rotate4Permuted): rotation k
-// meets the group's 64 activation bytes at 64k, so four VPDPBUSD sum every
-// product of the group, the low half for the low nibbles and the high half
-// for the high ones (Q5_0: with their 5th bits added first, highBitsZ;
-// VPDPBUSD does not saturate, so no split as in the AVX2 kernel); the two
-// halves added give [t0A..t3A | t0B..t3B] as
-// in the AVX2 kernel, whose float part (finishGroups) follows.
+// toksQ4x512 writes the Q4_0 (q5: Q5_0) token kernel (the arguments of
+// toksQ4), two groups per pass while two remain, then one, over every
+// K-tile. Per pair of blocks, the row's nibbles as one zmm [lo | hi] and
+// its three rotations (VPSHUFD by 128-bit lane, see rotate4Permuted):
+// rotation k meets the group's 64 activation bytes at 64k, so four
+// VPDPBUSD sum every product of the group, the low half for the low
+// nibbles and the high half for the high ones (Q5_0: with their 5th bits
+// added first, highBitsZ; VPDPBUSD does not saturate, so no split as in
+// the AVX2 kernel); the two halves added give [t0A..t3A | t0B..t3B] as in
+// the AVX2 kernel, whose float part (finishGroups) follows.
 func toksQ4x512(name string, q5 bool) {
 	if q5 {
 		TEXT(name, NOSPLIT, "func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
@@ -1025,13 +1056,7 @@ func toksQ4x512(name string, q5 bool) {
 	Label(name + "_rows")
 	CMPQ(param("rows"), U8(0))
 	JE(LabelRef(name + "_done"))
-	for _, c := range []struct {
-		dst Mem
-		src string
-	}{{pag, "a"}, {pdg, "d"}, {psg, "s"}, {gcnt, "groups"}, {po, "o"}} {
-		r := Load(Param(c.src), GP64())
-		MOVQ(r, c.dst)
-	}
+	toLocals([]local{{pag, "a"}, {pdg, "d"}, {psg, "s"}, {gcnt, "groups"}, {po, "o"}})
 
 	pass := func(label string, groups int) {
 		pa, pd, ps := GP64(), GP64(), GP64()
@@ -1141,49 +1166,22 @@ func toksQ4x512(name string, q5 bool) {
 		MOVQ(po, r)
 		ADDQ(U32(16*groups), r)
 		MOVQ(r, po)
-		for _, c := range []struct {
-			dst Mem
-			by  string
-		}{{pag, "ag"}, {pdg, "dg"}, {psg, "dg"}} {
-			r := GP64()
-			MOVQ(c.dst, r)
-			ADDQ(param(c.by), r)
-			if groups == 2 {
-				ADDQ(param(c.by), r)
-			}
-			MOVQ(r, c.dst)
-		}
-		SUBQ(U8(groups), gcnt)
+		nextGroups(groups, gcnt, []local{{pag, "ag"}, {pdg, "dg"}, {psg, "dg"}})
 	}
 
-	Label(name + "_group")
-	CMPQ(gcnt, U8(2))
-	JL(LabelRef(name + "_one"))
-	pass(name+"_pair2", 2)
-	JMP(LabelRef(name + "_group"))
-	Label(name + "_one")
-	CMPQ(gcnt, U8(1))
-	JL(LabelRef(name + "_rowdone"))
-	pass(name+"_pair1", 1)
-
-	Label(name + "_rowdone")
+	groupPasses(name, "_pair", gcnt, pass)
 	addParam("codes", "cstride")
 	addParam("scales", "sstride")
 	if q5 {
 		addParam("high", "hstride")
 	}
 	addParam("o", "ostride")
-	DECQ(param("rows"))
-	JMP(LabelRef(name + "_rows"))
-
-	Label(name + "_done")
-	VZEROUPPER()
-	RET()
+	nextRowToks(name)
 }
 
 // toksQ4Kx512 writes the Q4_K (q5: Q5_K, the 5th bits added by highBitsZ)
-// token kernel (the arguments of toksK), two
-// groups per pass while two remain, then one, over every K-tile. Per
+// token kernel (the arguments of toksK), two groups per pass while two
+// remain, then one, over every K-tile. Per
 // super-block and pair j of sub-blocks, the row's 32 code bytes as one zmm
 // [low nibbles | high nibbles], which is the layout of a token's 64
 // permuted codes of the pair: one VPMADDUBSW per token (int16, at most
@@ -1235,13 +1233,7 @@ func toksQ4Kx512(name string, q5 bool) {
 	Label(name + "_rows")
 	CMPQ(param("rows"), U8(0))
 	JE(LabelRef(name + "_done"))
-	for _, c := range []struct {
-		dst Mem
-		src string
-	}{{pag, "a"}, {pdg, "d"}, {pbg, "bp"}, {gcnt, "groups"}} {
-		r := Load(Param(c.src), GP64())
-		MOVQ(r, c.dst)
-	}
+	toLocals([]local{{pag, "a"}, {pdg, "d"}, {pbg, "bp"}, {gcnt, "groups"}})
 
 	pass := func(label string, groups int) {
 		pc := Load(Param("codes"), GP64())
@@ -1392,51 +1384,18 @@ func toksQ4Kx512(name string, q5 bool) {
 		DECQ(tcnt)
 		JNZ(LabelRef(label + "_tile"))
 		Store(po, Param("o"))
-		for _, c := range []struct {
-			dst Mem
-			by  string
-		}{{pag, "ag"}, {pdg, "dg"}, {pbg, "bg"}} {
-			r := GP64()
-			MOVQ(c.dst, r)
-			ADDQ(param(c.by), r)
-			if groups == 2 {
-				ADDQ(param(c.by), r)
-			}
-			MOVQ(r, c.dst)
-		}
-		SUBQ(U8(groups), gcnt)
+		nextGroups(groups, gcnt, []local{{pag, "ag"}, {pdg, "dg"}, {pbg, "bg"}})
 	}
 
-	Label(name + "_group")
-	CMPQ(gcnt, U8(2))
-	JL(LabelRef(name + "_one"))
-	pass(name+"_sb2", 2)
-	JMP(LabelRef(name + "_group"))
-	Label(name + "_one")
-	CMPQ(gcnt, U8(1))
-	JL(LabelRef(name + "_rowdone"))
-	pass(name+"_sb1", 1)
-
-	Label(name + "_rowdone")
-	// o moved by 16 per group: on to the next row
-	po := Load(Param("o"), GP64())
-	gb := Load(Param("groups"), GP64())
-	SHLQ(U8(4), gb)
-	SUBQ(gb, po)
-	ADDQ(param("ostride"), po)
-	Store(po, Param("o"))
+	groupPasses(name, "_sb", gcnt, pass)
+	oNextRow()
 	addParam("codes", "cstride")
 	addParam("sm", "mstride")
 	addParam("dm", "dstride")
 	if q5 {
 		addParam("high", "hstride")
 	}
-	DECQ(param("rows"))
-	JMP(LabelRef(name + "_rows"))
-
-	Label(name + "_done")
-	VZEROUPPER()
-	RET()
+	nextRowToks(name)
 }
 
 // toksQ6x512 writes the Q6_K token kernel (the arguments of toksQ6), two
@@ -1464,13 +1423,7 @@ func toksQ6x512(name string) {
 	Label(name + "_rows")
 	CMPQ(param("rows"), U8(0))
 	JE(LabelRef(name + "_done"))
-	for _, c := range []struct {
-		dst Mem
-		src string
-	}{{pag, "a"}, {pdg, "d"}, {gcnt, "groups"}} {
-		r := Load(Param(c.src), GP64())
-		MOVQ(r, c.dst)
-	}
+	toLocals([]local{{pag, "a"}, {pdg, "d"}, {gcnt, "groups"}})
 
 	pass := func(label string, groups int) {
 		pc := Load(Param("codes"), GP64())
@@ -1568,45 +1521,13 @@ func toksQ6x512(name string) {
 			ADDQ(U8(16), po)
 		}
 		Store(po, Param("o"))
-		for _, c := range []struct {
-			dst Mem
-			by  string
-		}{{pag, "ag"}, {pdg, "dg"}} {
-			r := GP64()
-			MOVQ(c.dst, r)
-			ADDQ(param(c.by), r)
-			if groups == 2 {
-				ADDQ(param(c.by), r)
-			}
-			MOVQ(r, c.dst)
-		}
-		SUBQ(U8(groups), gcnt)
+		nextGroups(groups, gcnt, []local{{pag, "ag"}, {pdg, "dg"}})
 	}
 
-	Label(name + "_group")
-	CMPQ(gcnt, U8(2))
-	JL(LabelRef(name + "_one"))
-	pass(name+"_sb2", 2)
-	JMP(LabelRef(name + "_group"))
-	Label(name + "_one")
-	CMPQ(gcnt, U8(1))
-	JL(LabelRef(name + "_rowdone"))
-	pass(name+"_sb1", 1)
-
-	Label(name + "_rowdone")
-	po := Load(Param("o"), GP64())
-	gb := Load(Param("groups"), GP64())
-	SHLQ(U8(4), gb)
-	SUBQ(gb, po)
-	ADDQ(param("ostride"), po)
-	Store(po, Param("o"))
+	groupPasses(name, "_sb", gcnt, pass)
+	oNextRow()
 	addParam("codes", "cstride")
 	addParam("scales", "sstride")
 	addParam("dp", "dstride")
-	DECQ(param("rows"))
-	JMP(LabelRef(name + "_rows"))
-
-	Label(name + "_done")
-	VZEROUPPER()
-	RET()
+	nextRowToks(name)
 }
