@@ -1,12 +1,14 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,7 +126,7 @@ func simSet(tb testing.TB, name, suffix string, base *kernels) *kernels {
 	if len(simulated) == 0 {
 		tb.Skipf("x86sim: this binary has no *%s assembly kernels (a build without assembly, such as -tags noasm): the simulated set %q is not tested", suffix, name)
 	}
-	tb.Logf("simulated set %q: %s under x86sim; %s from %s", name, strings.Join(simulated, ", "), orNone(kept), base.name)
+	tb.Logf("simulated set %q: %s under x86sim; %s native, as set %q has them", name, strings.Join(simulated, ", "), orNone(kept), base.name)
 	return &set
 }
 
@@ -167,37 +169,48 @@ func TestSimMatchesAVX2(t *testing.T) {
 			m := pack(t, g, randomGGUF(rng, typ, g.N, g.K))
 			shapes++
 			for _, b := range []int{1, 2, 5, 9} {
-				name := fmt.Sprintf("%s/N%d/K%d/T%d/C%d/B%d", typ, g.N, g.K, g.KTile, g.Columns, b)
-				x := randomX(rng, b*g.K)
-				const guard = 16
-				var ys [3][]float32
-				for k, set := range []*kernels{nil, avx2Kernels, sim} {
-					ybuf := make([]float32, b*g.N+guard)
-					for i := range ybuf {
-						ybuf[i] = -12345
-					}
-					withKernels(set, func() { MatMat(m, x, ybuf[:b*g.N], b, pool) })
-					for i := b * g.N; i < len(ybuf); i++ {
-						if ybuf[i] != -12345 {
-							t.Fatalf("%s %s: wrote past y at %d", name, SIMDName(set), i)
-						}
-					}
-					ys[k] = ybuf[:b*g.N]
-				}
+				simCompare(t, sim, m, randomX(rng, b*g.K), b, pool)
 				calls++
-				for i := range ys[0] {
-					if math.Float32bits(ys[2][i]) != math.Float32bits(ys[1][i]) {
-						t.Fatalf("%s: y[%d] (token %d row %d): simulated %v (%#08x), native AVX2 %v (%#08x)", name, i, i/g.N, i%g.N,
-							ys[2][i], math.Float32bits(ys[2][i]), ys[1][i], math.Float32bits(ys[1][i]))
-					}
-					if !sameBits(ys[2][i], ys[0][i]) {
-						t.Fatalf("%s: y[%d]: simulated %v, scalar %v", name, i, ys[2][i], ys[0][i])
-					}
-				}
 			}
 		}
 	}
 	t.Logf("MatMat: %d shapes x 4 token counts match native AVX2 and scalar bit for bit", shapes)
+
+	// The fuzz targets' seeds: blobs of arbitrary bytes (NaN and Inf
+	// scales, every code), so NaN payloads must match the CPU's too.
+	type seed struct {
+		typ                    uint8
+		n                      uint16
+		tileUnits, tiles, cols uint8
+		b                      int
+	}
+	var seeds []seed
+	for i := range vecTypes {
+		seeds = append(seeds,
+			seed{uint8(i), 37, 1, 2, 7, 1}, seed{uint8(i), 4, 0, 0, 0, 1},
+			seed{uint8(i), 37, 1, 2, 7, 2 + 3}, seed{uint8(i), 299, 2, 3, 3, 2 + 9})
+	}
+	for i, sd := range seeds {
+		g := fuzzGeometry(sd.typ, sd.n, sd.tileUnits, sd.tiles, sd.cols)
+		r := rand.New(rand.NewPCG(uint64(i), 1))
+		blob := make([]byte, g.Size())
+		for j := range blob {
+			blob[j] = byte(r.Uint32())
+		}
+		m := &Matrix{G: g, Blob: blob}
+		if err := m.Check(); err != nil {
+			t.Fatal(err)
+		}
+		x := randomX(r, sd.b*g.K)
+		if i%2 == 1 {
+			for j := range x {
+				x[j] *= 1e-30 // tiny blocks: subnormal scales
+			}
+		}
+		simCompare(t, sim, m, x, sd.b, pool)
+		calls++
+	}
+	t.Logf("fuzz seeds: %d arbitrary-byte matrices match", len(seeds))
 
 	// The quantiser on random and edge blocks, and the permutation.
 	blocks := simQuantBlocks(rng)
@@ -229,11 +242,77 @@ func TestSimMatchesAVX2(t *testing.T) {
 		}
 		avx2Kernels.permute64(&want[8], &src[0], 3, stride)
 		sim.permute64(&got[8], &src[0], 3, stride)
-		if !slicesEqual(want, got) {
+		if !slices.Equal(want, got) {
 			t.Fatalf("permute64 stride %d: simulated %v, native %v", stride, got, want)
 		}
 	}
 	t.Logf("quantQ8_0: %d blocks, permute64: 2 strides match; %d MatMat calls; %v", len(blocks), calls, time.Since(start).Round(time.Millisecond))
+}
+
+// TestSimAllF16Scales is TestSIMDAllF16Scales under the simulator: every
+// binary16 pattern as the scale of a row (zeros, subnormals, Inf, NaNs),
+// the simulated AVX2 kernels against the native ones (VCVTPH2PS and what
+// follows it on every special value, NaN payloads included).
+func TestSimAllF16Scales(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no native AVX2 kernels on this machine or build to compare the simulator with")
+	}
+	sim := simSet(t, "avx2sim", "AVX2", avx2Kernels)
+	pool := NewPool(2)
+	defer pool.Close()
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, typ := range vecTypes {
+		u := max(64, typ.BlockSize())
+		g := planar.Geometry{Type: typ, N: 1 << 16, K: u, Columns: 4, KTile: u}
+		m := pack(t, g, randomGGUF(rng, typ, g.N, g.K))
+		p := scalePlanes[typ]
+		for c := 0; c < g.Columns; c++ {
+			first, n := g.GroupRows(c)
+			off, per := g.PlaneOffset(c, 0, p)
+			for i := 0; i < n; i++ {
+				for o := off + i*per; o < off+(i+1)*per; o += 2 {
+					binary.LittleEndian.PutUint16(m.Blob[o:], uint16(first+i))
+				}
+			}
+		}
+		for _, b := range []int{1, 5} {
+			simCompare(t, sim, m, randomX(rng, b*g.K), b, pool)
+		}
+	}
+}
+
+// simCompare runs MatMat of b tokens on m with the scalar kernels, the
+// native AVX2 kernels and the simulated set sim, and fails unless the
+// simulated outputs have the native ones' bits exactly (NaN payloads
+// included) and the scalar ones' (any NaN equal), writing nothing past y.
+func simCompare(t *testing.T, sim *kernels, m *Matrix, x []float32, b int, pool *Pool) {
+	t.Helper()
+	g := m.G
+	name := fmt.Sprintf("%s/N%d/K%d/T%d/C%d/B%d", g.Type, g.N, g.K, g.KTile, g.Columns, b)
+	const guard = 16
+	var ys [3][]float32
+	for k, set := range []*kernels{nil, avx2Kernels, sim} {
+		ybuf := make([]float32, b*g.N+guard)
+		for i := range ybuf {
+			ybuf[i] = -12345
+		}
+		withKernels(set, func() { MatMat(m, x, ybuf[:b*g.N], b, pool) })
+		for i := b * g.N; i < len(ybuf); i++ {
+			if ybuf[i] != -12345 {
+				t.Fatalf("%s %s: wrote past y at %d", name, SIMDName(set), i)
+			}
+		}
+		ys[k] = ybuf[:b*g.N]
+	}
+	for i := range ys[0] {
+		if math.Float32bits(ys[2][i]) != math.Float32bits(ys[1][i]) {
+			t.Fatalf("%s: y[%d] (token %d row %d): simulated %v (%#08x), native AVX2 %v (%#08x)", name, i, i/g.N, i%g.N,
+				ys[2][i], math.Float32bits(ys[2][i]), ys[1][i], math.Float32bits(ys[1][i]))
+		}
+		if !sameBits(ys[2][i], ys[0][i]) {
+			t.Fatalf("%s: y[%d]: simulated %v, scalar %v", name, i, ys[2][i], ys[0][i])
+		}
+	}
 }
 
 // SIMDName names a kernel set for messages.
@@ -242,18 +321,6 @@ func SIMDName(k *kernels) string {
 		return "go"
 	}
 	return k.name
-}
-
-func slicesEqual[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // simQuantBlocks are blocks of 32 activations for the quantiser: random
@@ -287,5 +354,3 @@ func simQuantBlocks(rng *rand.Rand) [][]float32 {
 	}
 	return blocks
 }
-
-var _ = planar.Q4_0

@@ -59,42 +59,10 @@ func init() {
 	// VNNI (SDM VPDPBUSD, VPDPBUSDS, VPDPWSSD, VPDPWSSDS): each dword of
 	// dest plus four products of src1's unsigned bytes and src2's signed
 	// bytes (or two of signed words), wrapping or saturating.
-	register(vex3(4, func(r, a, b *vec, vl int) {
-		for i := 0; i < vl/4; i++ {
-			s := int64(int32(r.u32(i)))
-			for j := 0; j < 4; j++ {
-				s += int64(a[4*i+j]) * int64(int8(b[4*i+j]))
-			}
-			r.set32(i, uint32(s))
-		}
-	}), "vpdpbusd")
-	register(vex3(4, func(r, a, b *vec, vl int) {
-		for i := 0; i < vl/4; i++ {
-			s := int64(int32(r.u32(i)))
-			for j := 0; j < 4; j++ {
-				s += int64(a[4*i+j]) * int64(int8(b[4*i+j]))
-			}
-			r.set32(i, sat32(s))
-		}
-	}), "vpdpbusds")
-	register(vex3(4, func(r, a, b *vec, vl int) {
-		for i := 0; i < vl/4; i++ {
-			s := int64(int32(r.u32(i)))
-			for j := 0; j < 2; j++ {
-				s += int64(int16(a.u16(2*i+j))) * int64(int16(b.u16(2*i+j)))
-			}
-			r.set32(i, uint32(s))
-		}
-	}), "vpdpwssd")
-	register(vex3(4, func(r, a, b *vec, vl int) {
-		for i := 0; i < vl/4; i++ {
-			s := int64(int32(r.u32(i)))
-			for j := 0; j < 2; j++ {
-				s += int64(int16(a.u16(2*i+j))) * int64(int16(b.u16(2*i+j)))
-			}
-			r.set32(i, sat32(s))
-		}
-	}), "vpdpwssds")
+	register(vex3(4, vnni(true, false)), "vpdpbusd")
+	register(vex3(4, vnni(true, true)), "vpdpbusds")
+	register(vex3(4, vnni(false, false)), "vpdpwssd")
+	register(vex3(4, vnni(false, true)), "vpdpwssds")
 
 	// Permutes across the whole vector: VPERMB/W/D/Q/PS/PD by a vector of
 	// indices (src1), VPERMT2* (dest and src2 are the table, src1 the
@@ -204,6 +172,110 @@ func init() {
 		}
 	}), "vrndscaleps")
 
+	// VBMI2 concatenating shifts (SDM Vol. 2C VPSHLD, VPSHRD, VPSHLDV,
+	// VPSHRDV): per element, src1:src2 (VPSHLD, src1 high) shifted left by
+	// the count modulo the width, the upper half kept; VPSHRD: src2:src1
+	// shifted right, the lower half kept; the V forms take dest as the
+	// first half and the counts from src2.
+	for _, t := range []struct {
+		s   string
+		esz int
+	}{{"w", 2}, {"d", 4}, {"q", 8}} {
+		esz := t.esz
+		w := uint(8 * esz)
+		shld := func(hi, lo uint64, n uint) uint64 {
+			n %= w
+			if n == 0 {
+				return hi
+			}
+			return (hi<<n | lo>>(w-n)) & sizeMask(esz)
+		}
+		shrd := func(hi, lo uint64, n uint) uint64 {
+			n %= w
+			if n == 0 {
+				return lo
+			}
+			return (lo>>n | hi<<(w-n)) & sizeMask(esz)
+		}
+		register(vex3i(esz, func(r, a, b *vec, vl int, imm uint8) {
+			for i := 0; i < vl/esz; i++ {
+				setElem(r, esz, i, shld(getElem(a, esz, i), getElem(b, esz, i), uint(imm)))
+			}
+		}), "vpshld"+t.s)
+		register(vex3i(esz, func(r, a, b *vec, vl int, imm uint8) {
+			for i := 0; i < vl/esz; i++ {
+				setElem(r, esz, i, shrd(getElem(b, esz, i), getElem(a, esz, i), uint(imm)))
+			}
+		}), "vpshrd"+t.s)
+		register(vex3(esz, func(r, a, b *vec, vl int) {
+			for i := 0; i < vl/esz; i++ {
+				setElem(r, esz, i, shld(getElem(r, esz, i), getElem(a, esz, i), uint(getElem(b, esz, i)%uint64(w))))
+			}
+		}), "vpshldv"+t.s)
+		register(vex3(esz, func(r, a, b *vec, vl int) {
+			for i := 0; i < vl/esz; i++ {
+				setElem(r, esz, i, shrd(getElem(a, esz, i), getElem(r, esz, i), uint(getElem(b, esz, i)%uint64(w))))
+			}
+		}), "vpshrdv"+t.s)
+	}
+
+	// VPMULTISHIFTQB (VBMI): byte j of each qword is the 8 bits of src2's
+	// qword starting at bit src1.byte[j] mod 64, wrapping around. (A
+	// {1to8} broadcast source is refused: its element is not the mask's.)
+	register(vex3(1, func(r, a, b *vec, vl int) {
+		for q := 0; q < vl/8; q++ {
+			x := b.u64(q)
+			for j := 0; j < 8; j++ {
+				r[8*q+j] = uint8(bits.RotateLeft64(x, -int(a[8*q+j]&63)))
+			}
+		}
+	}), "vpmultishiftqb")
+
+	// VPSHUFBITQMB (BITALG): k bit 8q+j is bit src2.byte[8q+j] mod 64 of
+	// src1's qword q, under the writemask.
+	register(func(m *machine, in *inst) error {
+		if len(in.args) != 3 || in.args[0].kind != opMask {
+			return errBadOperands
+		}
+		vl := in.args[1].size
+		var a, b vec
+		if err := m.vreg(&in.args[1], vl, &a); err != nil {
+			return err
+		}
+		if err := m.vsrc(in, &in.args[2], vl, 1, &b); err != nil {
+			return err
+		}
+		var k uint64
+		for i := 0; i < vl; i++ {
+			if m.maskBit(in, i) && a.u64(i/8)>>(b[i]&63)&1 == 1 {
+				k |= 1 << i
+			}
+		}
+		m.k[in.args[0].reg] = k
+		return nil
+	}, "vpshufbitqmb")
+
+	// VPMADD52LUQ/HUQ (IFMA): dest plus the low or high 52 bits of the
+	// 104-bit product of the low 52 bits of src1 and src2.
+	for _, high := range []bool{false, true} {
+		hi := high
+		name := "vpmadd52luq"
+		if hi {
+			name = "vpmadd52huq"
+		}
+		register(vex3(8, func(r, a, b *vec, vl int) {
+			const m52 = 1<<52 - 1
+			for i := 0; i < vl/8; i++ {
+				ph, pl := bits.Mul64(a.u64(i)&m52, b.u64(i)&m52)
+				v := pl & m52
+				if hi {
+					v = (ph<<12 | pl>>52) & m52
+				}
+				r.set64(i, r.u64(i)+v)
+			}
+		}), name)
+	}
+
 	// Opmask instructions.
 	for _, t := range []struct {
 		s    string
@@ -290,6 +362,31 @@ func init() {
 			m.k[in.args[0].reg] = (m.k[in.args[1].reg]&lo)<<h | m.k[in.args[2].reg]&lo
 			return nil
 		}, "kunpck"+t.s)
+	}
+}
+
+// vnni is VPDPBUSD (bytes: four products of src1's unsigned bytes and
+// src2's signed bytes) or VPDPWSSD (two products of signed words), added to
+// each dword of dest, wrapping or with signed saturation (the ...S forms).
+func vnni(bytes, sat bool) func(r, a, b *vec, vl int) {
+	return func(r, a, b *vec, vl int) {
+		for i := 0; i < vl/4; i++ {
+			s := int64(int32(r.u32(i)))
+			if bytes {
+				for j := 0; j < 4; j++ {
+					s += int64(a[4*i+j]) * int64(int8(b[4*i+j]))
+				}
+			} else {
+				for j := 0; j < 2; j++ {
+					s += int64(int16(a.u16(2*i+j))) * int64(int16(b.u16(2*i+j)))
+				}
+			}
+			if sat {
+				r.set32(i, sat32(s))
+			} else {
+				r.set32(i, uint32(s))
+			}
+		}
 	}
 }
 

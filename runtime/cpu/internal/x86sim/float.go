@@ -157,12 +157,14 @@ func fma32(a, b, c float32) float32 {
 	return float32(r)
 }
 
-// fmaOp is one fused multiply-add: dest = ±(x*y) ± z, rounded once.
-// NaNs: the first NaN among the instruction's operands in SDM order
-// (src1 = dest, src2, src3), quieted; an invalid product or sum gives the
-// default NaN (SDM Vol. 2A 5.? "FMA instructions" and 14.5.1 in Vol. 1).
-func fmaOp32(negMul, negAdd bool, x, y, z uint32, ops [3]uint32) uint32 {
-	for _, o := range ops {
+// fmaOp32 is one fused multiply-add: ±(x*y) ± z, rounded once. NaNs: the
+// first NaN among x, y, z (the multiplicands, then the addend, in the
+// order of the instruction's formula: dest*src3+src2 for the 132 form),
+// quieted; an invalid product or sum gives the default NaN. The order is
+// the one this project's AMD Zen 3 gives natively (vexcheck's
+// TestNativeMatchesSim); the SDM's per-form pseudo-code names no order.
+func fmaOp32(negMul, negAdd bool, x, y, z uint32) uint32 {
+	for _, o := range [3]uint32{x, y, z} {
 		if isNaN32(o) {
 			return o | quiet32
 		}
@@ -182,8 +184,8 @@ func fmaOp32(negMul, negAdd bool, x, y, z uint32, ops [3]uint32) uint32 {
 	return math.Float32bits(r)
 }
 
-func fmaOp64(negMul, negAdd bool, x, y, z uint64, ops [3]uint64) uint64 {
-	for _, o := range ops {
+func fmaOp64(negMul, negAdd bool, x, y, z uint64) uint64 {
+	for _, o := range [3]uint64{x, y, z} {
 		if isNaN64(o) {
 			return o | quiet64
 		}

@@ -154,7 +154,7 @@ func fma(negMul, sub bool, form, t string) handler {
 			count = 1
 		}
 		for i := 0; i < count; i++ {
-			o1, o2, o3 := getElem(&d, esz, i), getElem(&b, esz, i), getElem(&c, esz, i)
+			o1, o2, o3 := getElem(&d, esz, i), getElem(&b, esz, i), getElem(&c, esz, i) // operands 1, 2, 3
 			var x, y, z uint64
 			switch form {
 			case "132":
@@ -166,9 +166,9 @@ func fma(negMul, sub bool, form, t string) handler {
 			}
 			var v uint64
 			if esz == 4 {
-				v = uint64(fmaOp32(negMul, sub, uint32(x), uint32(y), uint32(z), [3]uint32{uint32(o1), uint32(o2), uint32(o3)}))
+				v = uint64(fmaOp32(negMul, sub, uint32(x), uint32(y), uint32(z)))
 			} else {
-				v = fmaOp64(negMul, sub, x, y, z, [3]uint64{o1, o2, o3})
+				v = fmaOp64(negMul, sub, x, y, z)
 			}
 			setElem(&r, esz, i, v)
 		}

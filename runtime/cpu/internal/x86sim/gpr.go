@@ -60,32 +60,12 @@ func init() {
 		"test": alu(func(a, b uint64) uint64 { return a & b }, aluLogic|aluNoWrite),
 		"inc":  incDec(1),
 		"dec":  incDec(-1),
-		"neg": func(m *machine, in *inst) error {
-			if len(in.args) != 1 {
-				return errBadOperands
-			}
-			d := &in.args[0]
-			size := opSize(d, nil)
-			a, err := m.readInt(in, d, size)
-			if err != nil {
-				return err
-			}
+		"neg": unaryInt(func(m *machine, a uint64, size int) uint64 {
 			r := (-a) & sizeMask(size)
 			m.setSub(0, a, r, size)
-			return m.writeInt(in, d, size, r)
-		},
-		"not": func(m *machine, in *inst) error {
-			if len(in.args) != 1 {
-				return errBadOperands
-			}
-			d := &in.args[0]
-			size := opSize(d, nil)
-			a, err := m.readInt(in, d, size)
-			if err != nil {
-				return err
-			}
-			return m.writeInt(in, d, size, ^a&sizeMask(size))
-		},
+			return r
+		}),
+		"not":  unaryInt(func(m *machine, a uint64, size int) uint64 { return ^a & sizeMask(size) }),
 		"shl":  shift('l'),
 		"sal":  shift('l'),
 		"shr":  shift('r'),
@@ -344,7 +324,9 @@ func alu(f func(a, b uint64) uint64, kind int) handler {
 	}
 }
 
-func incDec(delta int64) handler {
+// unaryInt is a one-operand instruction (NEG, NOT, INC, DEC): f computes
+// the result (and the flags).
+func unaryInt(f func(m *machine, a uint64, size int) uint64) handler {
 	return func(m *machine, in *inst) error {
 		if len(in.args) != 1 {
 			return errBadOperands
@@ -358,6 +340,13 @@ func incDec(delta int64) handler {
 		if err != nil {
 			return err
 		}
+		return m.writeInt(in, d, size, f(m, a, size))
+	}
+}
+
+// incDec is INC or DEC: the flags of an ADD or SUB of 1, CF kept.
+func incDec(delta int64) handler {
+	return unaryInt(func(m *machine, a uint64, size int) uint64 {
 		cf, u := m.cf, m.undef&fCF
 		r := (a + uint64(delta)) & sizeMask(size)
 		if delta > 0 {
@@ -365,9 +354,9 @@ func incDec(delta int64) handler {
 		} else {
 			m.setSub(a, 1, r, size)
 		}
-		m.cf, m.undef = cf, u // INC and DEC keep CF
-		return m.writeInt(in, d, size, r)
-	}
+		m.cf, m.undef = cf, u
+		return r
+	})
 }
 
 func movExt(signed bool) handler {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"unsafe"
 )
@@ -68,15 +69,14 @@ func newMachine(f *Func, args []Arg) *machine {
 		}
 	}
 	sort.SliceStable(m.regions, func(i, j int) bool { return m.regions[i].addr < m.regions[j].addr })
-	// The stack: top 64-byte aligned, the arguments above the return address.
-	top := (uint64(uintptr(sp)) + stackSize) &^ 63
-	rsp := top - 8*uint64(len(args)+1) - 64
-	rsp &^= 15
-	m.g[4] = rsp + 8 // [rsp] is the return address, as after a CALL from an aligned frame
-	m.g[4] -= 8
+	// The stack: the arguments from a 64-byte aligned address up, the
+	// return address below them, where RSP points at entry (so RSP is 8
+	// modulo 16, as after a CALL from a 16-byte aligned frame).
+	args0 := (uint64(uintptr(sp)) + stackSize - 8*uint64(len(args)) - 64) &^ 63
+	m.g[4] = args0 - 8
 	m.store64(m.g[4], returnAddr)
 	for i, a := range args {
-		m.store64(m.g[4]+8+8*uint64(i), a.v)
+		m.store64(args0+8*uint64(i), a.v)
 	}
 	return m
 }
@@ -84,6 +84,18 @@ func newMachine(f *Func, args []Arg) *machine {
 // run executes from the first instruction until the function returns.
 func (m *machine) run() (err error) {
 	defer runtime.KeepAlive(m.args)
+	// A load or store the function makes outside mapped memory (past a
+	// guard page, say) is an error naming the instruction, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(interface{ Addr() uintptr })
+			if !ok || m.pc < 0 || m.pc >= len(m.f.insts) {
+				panic(r)
+			}
+			err = m.fail(&m.f.insts[m.pc], fmt.Errorf("memory fault at %#x", f.Addr()))
+		}
+	}()
 	limit := m.f.StepLimit
 	if limit == 0 {
 		limit = DefaultStepLimit

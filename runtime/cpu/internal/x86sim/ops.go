@@ -301,7 +301,7 @@ func init() {
 		}
 		*r = t
 	}), "vpshufb")
-	register(vex2i(4, func(r, a *vec, vl int, imm uint8) { // PSHUFD
+	pshufd := vex2i(4, func(r, a *vec, vl int, imm uint8) { // PSHUFD
 		var t vec
 		for l := 0; l < vl/16; l++ {
 			for i := 0; i < 4; i++ {
@@ -309,7 +309,42 @@ func init() {
 			}
 		}
 		*r = t
-	}), "vpshufd", "vpermilps")
+	})
+	register(pshufd, "vpshufd")
+	// VPERMILPS/PD: by an immediate (as PSHUFD; PD: bit i of imm selects
+	// within each pair) or by a vector of selectors (bits 1:0, PD bit 1).
+	permil := func(esz int) handler {
+		imm := pshufd
+		if esz == 8 {
+			imm = vex2i(8, func(r, a *vec, vl int, imm uint8) {
+				var t vec
+				for i := 0; i < vl/8; i++ {
+					t.set64(i, a.u64(i&^1+int(imm>>(i%8)&1)))
+				}
+				*r = t
+			})
+		}
+		vec3 := vex3(esz, func(r, a, b *vec, vl int) {
+			var t vec
+			n := 16 / esz // elements per 128-bit lane
+			for i := 0; i < vl/esz; i++ {
+				sel := int(getElem(b, esz, i)) & (n - 1)
+				if esz == 8 {
+					sel = int(getElem(b, esz, i)>>1) & 1
+				}
+				setElem(&t, esz, i, getElem(a, esz, i&^(n-1)+sel))
+			}
+			*r = t
+		})
+		return func(m *machine, in *inst) error {
+			if len(in.args) == 3 && in.args[2].kind == opImm {
+				return imm(m, in)
+			}
+			return vec3(m, in)
+		}
+	}
+	register(permil(4), "vpermilps")
+	register(permil(8), "vpermilpd")
 	register(vex2i(2, func(r, a *vec, vl int, imm uint8) { // PSHUFLW
 		t := *a
 		for l := 0; l < vl/16; l++ {

@@ -149,7 +149,7 @@ func parseInst(addr uint64, text string) inst {
 	}
 	in.op = mn
 	rest = strings.TrimSpace(rest)
-	if h, ok := handlers[mn]; ok {
+	if h := handlers[mn]; h != nil {
 		in.exec = h
 	} else {
 		in.err = fmt.Errorf("%w: mnemonic %q", ErrUnsupported, mn)

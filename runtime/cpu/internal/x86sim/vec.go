@@ -115,81 +115,59 @@ func (m *machine) vwrite(in *inst, d *operand, r *vec, vl, esz int) error {
 	return errBadOperands
 }
 
-// vex3 is a lane-wise three-operand instruction: dest, src1 (register),
-// src2 (register, memory, or broadcast); f computes r from a and b over vl
-// bytes, r holding dest's old value on entry.
-func vex3(esz int, f func(r, a, b *vec, vl int)) handler {
+// vexOp is a lane-wise instruction: dest, then src1 (a register, when
+// there are two sources), then the last source (register, memory or
+// broadcast), then an immediate if imm; f computes r from the sources over
+// vl bytes, r holding dest's old value on entry.
+func vexOp(esz, nsrc int, imm bool, f func(r, a, b *vec, vl int, imm uint8)) handler {
+	nargs := 1 + nsrc
+	if imm {
+		nargs++
+	}
 	return func(m *machine, in *inst) error {
-		if len(in.args) != 3 || in.args[0].kind != opVec {
+		if len(in.args) != nargs || in.args[0].kind != opVec || imm && in.args[nargs-1].kind != opImm {
 			return errBadOperands
 		}
 		vl := in.args[0].size
 		var r, a, b vec
 		r = m.v[in.args[0].reg]
-		if err := m.vreg(&in.args[1], vl, &a); err != nil {
+		last := &a
+		if nsrc == 2 {
+			if err := m.vreg(&in.args[1], vl, &a); err != nil {
+				return err
+			}
+			last = &b
+		}
+		if err := m.vsrc(in, &in.args[nsrc], vl, esz, last); err != nil {
 			return err
 		}
-		if err := m.vsrc(in, &in.args[2], vl, esz, &b); err != nil {
-			return err
+		var i8 uint8
+		if imm {
+			i8 = uint8(in.args[nargs-1].imm)
 		}
-		f(&r, &a, &b, vl)
+		f(&r, &a, &b, vl, i8)
 		return m.vwrite(in, &in.args[0], &r, vl, esz)
 	}
+}
+
+// vex3 is a three-operand instruction: dest, src1, src2.
+func vex3(esz int, f func(r, a, b *vec, vl int)) handler {
+	return vexOp(esz, 2, false, func(r, a, b *vec, vl int, _ uint8) { f(r, a, b, vl) })
 }
 
 // vex3i is vex3 with an immediate fourth operand.
 func vex3i(esz int, f func(r, a, b *vec, vl int, imm uint8)) handler {
-	return func(m *machine, in *inst) error {
-		if len(in.args) != 4 || in.args[0].kind != opVec || in.args[3].kind != opImm {
-			return errBadOperands
-		}
-		vl := in.args[0].size
-		var r, a, b vec
-		r = m.v[in.args[0].reg]
-		if err := m.vreg(&in.args[1], vl, &a); err != nil {
-			return err
-		}
-		if err := m.vsrc(in, &in.args[2], vl, esz, &b); err != nil {
-			return err
-		}
-		f(&r, &a, &b, vl, uint8(in.args[3].imm))
-		return m.vwrite(in, &in.args[0], &r, vl, esz)
-	}
+	return vexOp(esz, 2, true, f)
 }
 
-// vex2 is a lane-wise two-operand instruction: dest, src (register,
-// memory or broadcast).
+// vex2 is a two-operand instruction: dest, src.
 func vex2(esz int, f func(r, a *vec, vl int)) handler {
-	return func(m *machine, in *inst) error {
-		if len(in.args) != 2 || in.args[0].kind != opVec {
-			return errBadOperands
-		}
-		vl := in.args[0].size
-		var r, a vec
-		r = m.v[in.args[0].reg]
-		if err := m.vsrc(in, &in.args[1], vl, esz, &a); err != nil {
-			return err
-		}
-		f(&r, &a, vl)
-		return m.vwrite(in, &in.args[0], &r, vl, esz)
-	}
+	return vexOp(esz, 1, false, func(r, a, _ *vec, vl int, _ uint8) { f(r, a, vl) })
 }
 
 // vex2i is vex2 with an immediate third operand.
 func vex2i(esz int, f func(r, a *vec, vl int, imm uint8)) handler {
-	return func(m *machine, in *inst) error {
-		if len(in.args) != 3 || in.args[0].kind != opVec || in.args[2].kind != opImm {
-			return errBadOperands
-		}
-		vl := in.args[0].size
-		var r, a vec
-		r = m.v[in.args[0].reg]
-		if err := m.vsrc(in, &in.args[1], vl, esz, &a); err != nil {
-			return err
-		}
-		f(&r, &a, vl, uint8(in.args[2].imm))
-		return m.vwrite(in, &in.args[0], &r, vl, esz)
-	}
+	return vexOp(esz, 1, true, func(r, a, _ *vec, vl int, imm uint8) { f(r, a, vl, imm) })
 }
 
 // Lane-wise maps.

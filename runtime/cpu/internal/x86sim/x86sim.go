@@ -44,6 +44,7 @@ type Image struct {
 	path     string
 	objdump  string
 	secs     []section
+	lo, hi   uint64            // the sections' address range
 	syms     map[string][]span // by name; from the ELF symbols, or Go's pclntab if stripped
 	fromPCLN bool
 }
@@ -88,6 +89,10 @@ func Open(path string) (*Image, error) {
 			return nil, fmt.Errorf("x86sim: %s: section %s: %w", path, s.Name, err)
 		}
 		img.secs = append(img.secs, section{s.Name, s.Addr, b, s.Flags&elf.SHF_WRITE != 0})
+		if len(img.secs) == 1 || s.Addr < img.lo {
+			img.lo = s.Addr
+		}
+		img.hi = max(img.hi, s.Addr+uint64(len(b)))
 	}
 	img.syms = map[string][]span{}
 	if syms, err := f.Symbols(); err == nil {
@@ -208,7 +213,7 @@ func (img *Image) disassemble(sym string, s span) (*Func, error) {
 // section returns the allocated section of the image holding address a,
 // or nil.
 func (img *Image) section(a uint64) *section {
-	if img == nil {
+	if img == nil || a < img.lo || a >= img.hi {
 		return nil
 	}
 	for i := range img.secs {

@@ -163,6 +163,7 @@ func TestVNNI(t *testing.T) {
 			{op + " zmm0{k1}, zmm1, zmm2", 64, true, false, false},
 			{op + " zmm0{k1}{z}, zmm1, zmm2", 64, true, true, false},
 			{op + " ymm0{k1}, ymm1, ymm2", 32, true, false, false},
+			{"{vex} " + op + " ymm0, ymm1, ymm2", 32, false, false, false}, // AVX-VNNI
 			{op + " zmm0{k1}, zmm1, DWORD PTR [rax+320]{1to16}", 64, true, false, true},
 		} {
 			fn := asmFunc(t, prologue+form.insn+epilogue)
@@ -865,6 +866,24 @@ func TestFMAExact(t *testing.T) {
 	for i := range a {
 		a[i], b[i] = rnd(), rnd()
 		c[i] = rnd()
+		if i%3 == 1 {
+			// Double-rounding traps: c with an odd last bit, a*b just under
+			// half its ulp (a = 1+2^-23, b = ulp/2 (1-2^-23)): the exact
+			// sum rounds to c, but rounded first to float64 it is the
+			// halfway point, which rounds to even, away from c.
+			cb := math.Float32bits(rnd()) | 1
+			if cb&0x7f800000 == 0x7f800000 || cb&0x7f800000 < 0x04000000 {
+				cb = 0x3f800001
+			}
+			c[i] = math.Float32frombits(cb)
+			half := math.Ldexp(float64(math.Float32frombits(cb&0xff800000|1))-float64(math.Float32frombits(cb&0xff800000)), -1)
+			a[i] = float32(1 + math.Ldexp(1, -23))
+			b[i] = float32(half * (1 - math.Ldexp(1, -23)))
+			if i%2 == 0 {
+				a[i] = -a[i]
+				c[i] = -c[i]
+			}
+		}
 		if i%3 == 0 {
 			// c = -(a*b rounded) + a tiny tail: the result is the product's
 			// rounding error, plus halfway cases
@@ -987,4 +1006,376 @@ func TestMinMaxCvt(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGPR: the integer instructions and flags the kernels' loops use
+// (SDM Vol. 1 3.4.3 and each instruction's page): ADD/SUB/CMP/DEC/NEG with
+// every Jcc condition on signed and unsigned edges, SHL/SHR/SAR, IMUL,
+// MOVZX/MOVSX, LEA, partial-register writes, CMOV, SETcc, the BMI
+// instructions, PUSH/POP.
+func TestGPR(t *testing.T) {
+	conds := []string{"o", "no", "b", "ae", "e", "ne", "be", "a", "s", "ns", "l", "ge", "le", "g"}
+	var body strings.Builder
+	body.WriteString("  mov r8, QWORD PTR [rsp+8]\n  mov r9, QWORD PTR [rsp+16]\n  mov r10, QWORD PTR [rsp+24]\n  xor r11, r11\n")
+	// For each pair (x, y) from the table, cmp x, y and record each
+	// condition with SETcc into out[pair*16+cond].
+	body.WriteString("loop:\n  mov rax, QWORD PTR [r8]\n  mov rbx, QWORD PTR [r8+8]\n  cmp rax, rbx\n")
+	for i, c := range conds {
+		body.WriteString("  set" + c + " BYTE PTR [r9+" + itoa(i) + "]\n")
+	}
+	body.WriteString("  cmp eax, ebx\n")
+	for i, c := range conds {
+		body.WriteString("  set" + c + " BYTE PTR [r9+" + itoa(16+i) + "]\n")
+	}
+	body.WriteString("  add r8, 16\n  add r9, 32\n  dec r10\n  jne loop\n  ret\n")
+	fn := asmFunc(t, body.String())
+	vals := []uint64{0, 1, 2, 0x7fffffff, 0x80000000, 0xffffffff, 0x7fffffffffffffff, 0x8000000000000000, ^uint64(0), 0x100000000, 0xfffffffe}
+	var pairs []uint64
+	for _, x := range vals {
+		for _, y := range vals {
+			pairs = append(pairs, x, y)
+		}
+	}
+	n := len(pairs) / 2
+	out := make([]byte, 32*n)
+	if err := fn.Call(Ptr(unsafe.Pointer(&pairs[0])), Ptr(unsafe.Pointer(&out[0])), Int(n)); err != nil {
+		t.Fatal(err)
+	}
+	ref := func(c string, x, y uint64, w uint) bool {
+		mask := uint64(1)<<w - 1
+		if w == 64 {
+			mask = ^uint64(0)
+		}
+		x, y = x&mask, y&mask
+		sh := 64 - w
+		sx, sy := int64(x<<sh)>>sh, int64(y<<sh)>>sh
+		r := (x - y) & mask
+		sr := int64(r<<sh) >> sh
+		of := (sx < 0) != (sy < 0) && (sr < 0) != (sx < 0)
+		switch c {
+		case "o":
+			return of
+		case "no":
+			return !of
+		case "b":
+			return x < y
+		case "ae":
+			return x >= y
+		case "e":
+			return x == y
+		case "ne":
+			return x != y
+		case "be":
+			return x <= y
+		case "a":
+			return x > y
+		case "s":
+			return sr < 0
+		case "ns":
+			return sr >= 0
+		case "l":
+			return sx < sy
+		case "ge":
+			return sx >= sy
+		case "le":
+			return sx <= sy
+		case "g":
+			return sx > sy
+		}
+		panic(c)
+	}
+	for p := 0; p < n; p++ {
+		x, y := pairs[2*p], pairs[2*p+1]
+		for i, c := range conds {
+			for j, w := range []uint{64, 32} {
+				got := out[32*p+16*j+i] == 1
+				if want := ref(c, x, y, w); got != want {
+					t.Fatalf("cmp%d %#x, %#x: set%s = %v, want %v", w, x, y, c, got, want)
+				}
+			}
+		}
+	}
+
+	// Arithmetic and moves, each result stored.
+	fn = asmFunc(t, `
+  mov r8, QWORD PTR [rsp+8]
+  mov rax, -5
+  mov QWORD PTR [r8], rax
+  mov ecx, 0xffffffff
+  mov eax, ecx
+  add eax, 1
+  mov QWORD PTR [r8+8], rax
+  mov rax, 0x123456789abcdef0
+  mov al, 0x11
+  mov ah, 0x22
+  mov QWORD PTR [r8+16], rax
+  mov ax, 0x3344
+  mov QWORD PTR [r8+24], rax
+  movzx ecx, BYTE PTR [r8]
+  mov QWORD PTR [r8+32], rcx
+  movsx rcx, BYTE PTR [r8]
+  mov QWORD PTR [r8+40], rcx
+  movsxd rcx, DWORD PTR [r8]
+  mov QWORD PTR [r8+48], rcx
+  mov rcx, 7
+  imul rcx, rcx, -3
+  mov QWORD PTR [r8+56], rcx
+  mov rcx, -16
+  sar rcx, 2
+  mov QWORD PTR [r8+64], rcx
+  mov rcx, -16
+  shr rcx, 60
+  mov QWORD PTR [r8+72], rcx
+  mov rcx, 3
+  shl rcx, 62
+  mov QWORD PTR [r8+80], rcx
+  lea rcx, [r8+rcx*1-0x10]
+  sub rcx, r8
+  mov QWORD PTR [r8+88], rcx
+  mov rcx, 5
+  neg rcx
+  mov QWORD PTR [r8+96], rcx
+  mov rdx, 1
+  mov rcx, 2
+  cmp rdx, rcx
+  cmovl rdx, rcx
+  mov QWORD PTR [r8+104], rdx
+  mov ecx, 13
+  mov eax, -1
+  bzhi eax, eax, ecx
+  mov QWORD PTR [r8+112], rax
+  popcnt rax, rax
+  mov QWORD PTR [r8+120], rax
+  mov rcx, 0x50
+  tzcnt rax, rcx
+  mov QWORD PTR [r8+128], rax
+  mov rcx, 3
+  mov rax, 1
+  shlx rax, rax, rcx
+  mov QWORD PTR [r8+136], rax
+  push rax
+  push r8
+  pop rdx
+  pop rcx
+  sub rdx, r8
+  add rdx, rcx
+  mov QWORD PTR [r8+144], rdx
+  ret
+`)
+	var res [19]uint64
+	if err := fn.Call(Ptr(unsafe.Pointer(&res))); err != nil {
+		t.Fatal(err)
+	}
+	neg5 := ^uint64(4)
+	want := [19]uint64{neg5, 0, 0x123456789abc2211, 0x123456789abc3344, 0xfb, neg5, neg5, uint64(^uint64(20)), ^uint64(3), 15,
+		3 << 62, 3<<62 - 16, neg5, 2, 0x1fff, 13, 4, 8, 8}
+	if res != want {
+		t.Fatalf("got  %#x\nwant %#x", res, want)
+	}
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}
+
+// TestEVEXLanes checks more EVEX-only forms, each against a reference
+// from its SDM page written per element: results under the writemask k1
+// (merging) over 512 bits.
+func TestEVEXLanes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	type ref func(a, b, c []byte, esz int, i int) uint64 // element i of the result
+	get := func(b []byte, esz, i int) uint64 {
+		var x uint64
+		for j := esz - 1; j >= 0; j-- {
+			x = x<<8 | uint64(b[esz*i+j])
+		}
+		return x
+	}
+	sx := func(x uint64, esz int) int64 { sh := uint(64 - 8*esz); return int64(x<<sh) >> sh }
+	mask := func(esz int) uint64 { return sizeMask(esz) }
+	cases := []struct {
+		insn string
+		esz  int
+		f    ref
+	}{
+		{"vpblendmd zmm0{k1}, zmm1, zmm2", 4, nil}, // special: see below
+		{"vpopcntd zmm0{k1}, zmm1", 4, func(a, b, c []byte, esz, i int) uint64 {
+			x, n := get(a, esz, i), uint64(0)
+			for ; x != 0; x &= x - 1 {
+				n++
+			}
+			return n
+		}},
+		{"valignq zmm0{k1}, zmm1, zmm2, 0x3", 8, func(a, b, c []byte, esz, i int) uint64 {
+			if i+3 < 8 {
+				return get(b, esz, i+3)
+			}
+			return get(a, esz, i+3-8)
+		}},
+		{"vpsravw zmm0{k1}, zmm1, zmm2", 2, func(a, b, c []byte, esz, i int) uint64 {
+			n := get(b, esz, i)
+			if n > 15 {
+				n = 15
+			}
+			return uint64(sx(get(a, esz, i), esz)>>n) & mask(esz)
+		}},
+		{"vpsllvw zmm0{k1}, zmm1, zmm2", 2, func(a, b, c []byte, esz, i int) uint64 {
+			n := get(b, esz, i)
+			if n > 15 {
+				return 0
+			}
+			return get(a, esz, i) << n & mask(esz)
+		}},
+		{"vpabsq zmm0{k1}, zmm1", 8, func(a, b, c []byte, esz, i int) uint64 {
+			v := sx(get(a, esz, i), esz)
+			if v < 0 {
+				v = -v
+			}
+			return uint64(v)
+		}},
+		{"vpmullq zmm0{k1}, zmm1, zmm2", 8, func(a, b, c []byte, esz, i int) uint64 { return get(a, esz, i) * get(b, esz, i) }},
+		{"vpmaxsq zmm0{k1}, zmm1, zmm2", 8, func(a, b, c []byte, esz, i int) uint64 {
+			return uint64(max(sx(get(a, esz, i), esz), sx(get(b, esz, i), esz)))
+		}},
+		{"vpsraq zmm0{k1}, zmm1, 0x3d", 8, func(a, b, c []byte, esz, i int) uint64 { return uint64(sx(get(a, esz, i), esz) >> 61) }},
+		{"vpermw zmm0{k1}, zmm1, zmm2", 2, func(a, b, c []byte, esz, i int) uint64 { return get(b, esz, int(get(a, esz, i)%32)) }},
+		{"vpermi2q zmm0{k1}, zmm1, zmm2", 8, func(a, b, c []byte, esz, i int) uint64 {
+			j := int(get(c, esz, i) % 16)
+			if j < 8 {
+				return get(a, esz, j)
+			}
+			return get(b, esz, j-8)
+		}},
+		{"vpermt2ps zmm0{k1}, zmm1, zmm2", 4, func(a, b, c []byte, esz, i int) uint64 {
+			j := int(get(a, esz, i) % 32)
+			if j < 16 {
+				return get(c, esz, j)
+			}
+			return get(b, esz, j-16)
+		}},
+		{"vbroadcasti32x4 zmm0{k1}, XMMWORD PTR [rax+320]", 4, func(a, b, c []byte, esz, i int) uint64 { return get(c[128:], esz, i%4) }}, // c[128:] is Mem
+		{"vextracti64x2 xmm0{k1}, zmm1, 0x2", 8, nil},
+		{"vinserti32x8 zmm0{k1}, zmm1, ymm2, 0x1", 4, func(a, b, c []byte, esz, i int) uint64 {
+			if i >= 8 {
+				return get(b, esz, i-8)
+			}
+			return get(a, esz, i)
+		}},
+		{"vpcmpnltuw k2{k1}, zmm1, zmm2\nvpmovm2w zmm3, k2\nvmovdqu16 zmm0{k1}, zmm3", 2, func(a, b, c []byte, esz, i int) uint64 {
+			if get(a, esz, i) >= get(b, esz, i) {
+				return 0xffff
+			}
+			return 0
+		}},
+		{"vpshldd zmm0{k1}, zmm1, zmm2, 0x7", 4, func(a, b, c []byte, esz, i int) uint64 { return bigShift(get(a, esz, i), get(b, esz, i), 7, esz, true) }},
+		{"vpshrdq zmm0{k1}, zmm1, zmm2, 0x45", 8, func(a, b, c []byte, esz, i int) uint64 {
+			return bigShift(get(b, esz, i), get(a, esz, i), 0x45%64, esz, false)
+		}},
+		{"vpshldvw zmm0{k1}, zmm1, zmm2", 2, func(a, b, c []byte, esz, i int) uint64 {
+			return bigShift(get(c, esz, i), get(a, esz, i), uint(get(b, esz, i)%16), esz, true)
+		}},
+		{"vpshrdvd zmm0{k1}, zmm1, zmm2", 4, func(a, b, c []byte, esz, i int) uint64 {
+			return bigShift(get(a, esz, i), get(c, esz, i), uint(get(b, esz, i)%32), esz, false)
+		}},
+		{"vpmultishiftqb zmm0{k1}, zmm1, zmm2", 1, func(a, b, c []byte, esz, i int) uint64 {
+			q := get(b, 8, i/8)
+			var x uint64
+			for bit := 0; bit < 8; bit++ { // bit (ctrl+bit) mod 64 of the qword
+				x |= (q >> ((uint(a[i]) + uint(bit)) % 64) & 1) << bit
+			}
+			return x
+		}},
+		{"vpshufbitqmb k2{k1}, zmm1, zmm2\nvpmovm2b zmm3, k2\nvmovdqu8 zmm0{k1}, zmm3", 1, func(a, b, c []byte, esz, i int) uint64 {
+			if get(a, 8, i/8)>>(b[i]%64)&1 == 1 {
+				return 0xff
+			}
+			return 0
+		}},
+		{"vpmadd52luq zmm0{k1}, zmm1, zmm2", 8, func(a, b, c []byte, esz, i int) uint64 {
+			return get(c, 8, i) + madd52(get(a, 8, i), get(b, 8, i), false)
+		}},
+		{"vpmadd52huq zmm0{k1}, zmm1, zmm2", 8, func(a, b, c []byte, esz, i int) uint64 {
+			return get(c, 8, i) + madd52(get(a, 8, i), get(b, 8, i), true)
+		}},
+		{"vpermilps zmm0{k1}, zmm1, zmm2", 4, func(a, b, c []byte, esz, i int) uint64 { return get(a, 4, i/4*4+int(get(b, 4, i)%4)) }},
+		{"vptestnmd k2, zmm1, zmm2\nvpmovm2d zmm3, k2\nvmovdqa32 zmm0{k1}, zmm3", 4, func(a, b, c []byte, esz, i int) uint64 {
+			if get(a, esz, i)&get(b, esz, i) == 0 {
+				return 0xffffffff
+			}
+			return 0
+		}},
+	}
+	for _, c := range cases {
+		fn := asmFunc(t, prologue+c.insn+epilogue)
+		for it := 0; it < 10; it++ {
+			fr := randFrame(rng)
+			if it%2 == 0 { // small shift counts and indices, and equal elements
+				for i := range fr.B {
+					fr.B[i] &= 0x1f
+					if i%5 == 0 {
+						fr.B[i] = fr.A[i]
+					}
+				}
+			}
+			old := fr.C
+			runFrame(t, fn, fr)
+			n := 64 / c.esz
+			res := make([]byte, 64)
+			var want [64]byte
+			switch {
+			case strings.HasPrefix(c.insn, "vpblendmd"): // k1 selects src2, else src1
+				for i := 0; i < n; i++ {
+					src := fr.A[:]
+					if fr.K>>i&1 == 1 {
+						src = fr.B[:]
+					}
+					copy(want[4*i:], src[4*i:4*i+4])
+				}
+			case strings.HasPrefix(c.insn, "vextracti64x2"):
+				want = masked(fr.A[32:48], old[:16], fr.K, 8, 16, false)
+			default:
+				// c is C, 64 zero bytes, then Mem
+				all := make([]byte, 0, 256)
+				all = append(append(append(all, old[:]...), make([]byte, 64)...), fr.Mem[:]...)
+				for i := 0; i < n; i++ {
+					v := c.f(fr.A[:], fr.B[:], all, c.esz, i)
+					for j := 0; j < c.esz; j++ {
+						res[c.esz*i+j] = byte(v >> (8 * j))
+					}
+				}
+				want = masked(res, old[:], fr.K, c.esz, 64, false)
+			}
+			checkOut(t, c.insn, fr.Out, want)
+		}
+	}
+}
+
+// bigShift is VPSHLD (left: hi:lo shifted left by n, the upper half) or
+// VPSHRD (hi:lo shifted right by n, the lower half) on esz-byte elements,
+// computed with math/big.
+func bigShift(hi, lo uint64, n uint, esz int, left bool) uint64 {
+	w := uint(8 * esz)
+	cat := new(big.Int).Lsh(new(big.Int).SetUint64(hi), w)
+	cat.Or(cat, new(big.Int).SetUint64(lo))
+	if left {
+		cat.Lsh(cat, n).Rsh(cat, w)
+	} else {
+		cat.Rsh(cat, n)
+	}
+	m := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), w), big.NewInt(1))
+	return cat.And(cat, m).Uint64()
+}
+
+// madd52 is the low or high 52 bits of the 104-bit product of the low 52
+// bits of a and b (SDM VPMADD52LUQ/HUQ), with math/big.
+func madd52(a, b uint64, high bool) uint64 {
+	m52 := new(big.Int).SetUint64(1<<52 - 1)
+	p := new(big.Int).Mul(new(big.Int).And(new(big.Int).SetUint64(a), m52), new(big.Int).And(new(big.Int).SetUint64(b), m52))
+	if high {
+		p.Rsh(p, 52)
+	}
+	return p.And(p, m52).Uint64()
 }
