@@ -6,13 +6,15 @@ import (
 	"math/bits"
 )
 
-// The AVX-512 (F, BW, VL, DQ, VNNI, VBMI, VBMI2, BITALG, VPOPCNTDQ)
+// The AVX-512 (F, BW, VL, DQ, VNNI, VBMI, VBMI2, BITALG, VPOPCNTDQ, IFMA)
 // instructions that have no VEX form, the opmask (k register)
 // instructions, and the compares, which write a vector in VEX and a k
 // register in EVEX. Each follows its SDM Vol. 2 pseudo-code; the opmask
 // and broadcast handling common to all EVEX instructions is in vec.go
-// (vwrite, vsrc): SDM Vol. 1 15.6 "Masking support in AVX-512" and Vol. 2
-// 2.7.5 "Static rounding support in EVEX" / 2.7.? "Embedded broadcast".
+// (vwrite, vsrc), after the SDM's chapter on programming with AVX-512
+// (Vol. 1, opmask merging and zeroing) and the EVEX encoding section of
+// Vol. 2A (embedded broadcast). Static rounding ({er}) and {sae} are
+// refused.
 
 func init() {
 	// Integer compares: VPCMPEQ*/VPCMPGT* (VEX: into a vector; EVEX: into
@@ -233,27 +235,7 @@ func init() {
 
 	// VPSHUFBITQMB (BITALG): k bit 8q+j is bit src2.byte[8q+j] mod 64 of
 	// src1's qword q, under the writemask.
-	register(func(m *machine, in *inst) error {
-		if len(in.args) != 3 || in.args[0].kind != opMask {
-			return errBadOperands
-		}
-		vl := in.args[1].size
-		var a, b vec
-		if err := m.vreg(&in.args[1], vl, &a); err != nil {
-			return err
-		}
-		if err := m.vsrc(in, &in.args[2], vl, 1, &b); err != nil {
-			return err
-		}
-		var k uint64
-		for i := 0; i < vl; i++ {
-			if m.maskBit(in, i) && a.u64(i/8)>>(b[i]&63)&1 == 1 {
-				k |= 1 << i
-			}
-		}
-		m.k[in.args[0].reg] = k
-		return nil
-	}, "vpshufbitqmb")
+	register(maskOp(1, func(a, b *vec, i int) bool { return a.u64(i/8)>>(b[i]&63)&1 == 1 }), "vpshufbitqmb")
 
 	// VPMADD52LUQ/HUQ (IFMA): dest plus the low or high 52 bits of the
 	// 104-bit product of the low 52 bits of src1 and src2.
@@ -485,9 +467,10 @@ func icmp(esz, pred int, f func(p int, a, b uint64) bool) handler {
 	}
 }
 
-// ptestm is VPTESTM (k bit set where src1 AND src2 is nonzero) or VPTESTNM
-// (where it is zero), under the writemask.
-func ptestm(esz int, neg bool) handler {
+// maskOp is an instruction that writes a k register: dest k, src1 (a
+// register), src2 (register, memory or broadcast of esz-byte elements);
+// bit i is set where the writemask selects element i and f holds.
+func maskOp(esz int, f func(a, b *vec, i int) bool) handler {
 	return func(m *machine, in *inst) error {
 		if len(in.args) != 3 || in.args[0].kind != opMask {
 			return errBadOperands
@@ -502,13 +485,19 @@ func ptestm(esz int, neg bool) handler {
 		}
 		var k uint64
 		for i := 0; i < vl/esz; i++ {
-			if m.maskBit(in, i) && (getElem(&a, esz, i)&getElem(&b, esz, i) != 0) != neg {
+			if m.maskBit(in, i) && f(&a, &b, i) {
 				k |= 1 << i
 			}
 		}
 		m.k[in.args[0].reg] = k
 		return nil
 	}
+}
+
+// ptestm is VPTESTM (k bit set where src1 AND src2 is nonzero) or VPTESTNM
+// (where it is zero), under the writemask.
+func ptestm(esz int, neg bool) handler {
+	return maskOp(esz, func(a, b *vec, i int) bool { return (getElem(a, esz, i)&getElem(b, esz, i) != 0) != neg })
 }
 
 // movm2 is VPMOVM2*: each element all ones where its k bit is set.

@@ -228,10 +228,12 @@ func vcvtps2ph(m *machine, in *inst) error {
 	}
 	vl := 2 * n
 	if d.kind == opVec {
+		// The register takes the n halves under the mask and is zeroed
+		// above them, whatever the mask (SDM: DEST[MAXVL-1:VL/2] <- 0).
 		if d.size != max(16, vl) {
 			return errBadOperands
 		}
-		return m.vwrite(in, d, &r, max(16, vl), 2)
+		return m.vwrite(in, d, &r, vl, 2)
 	}
 	if d.kind == opMem && d.size != 0 && d.size != vl {
 		return errBadOperands

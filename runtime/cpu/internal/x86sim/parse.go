@@ -200,6 +200,9 @@ func parseOperand(s, comment string, in *inst, i int) (operand, error) {
 		}
 		return operand{kind: opRel, abs: a}, nil
 	}
+	if s == "1" { // the shift-by-one encodings (D1 /4 ...): "shr r8,1"
+		return operand{kind: opImm, imm: 1}, nil
+	}
 	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "-0x") {
 		v, err := strconv.ParseInt(s, 0, 64)
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 
 // The instructions' semantics, each against a reference written here from
 // the SDM's pseudo-code (Intel SDM Vol. 2, the instruction's page, and
-// Vol. 1 15.6 for opmasks and broadcast). The code under test is assembled
+// Vol. 1 on AVX-512 opmasks, Vol. 2A on EVEX broadcast). The code under test is assembled
 // by GNU as and disassembled by objdump, so the parser meets the exact text
 // objdump prints for each EVEX form.
 
@@ -96,7 +96,7 @@ func randFrame(rng *rand.Rand) *frame {
 func le32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[4*i:]) }
 
 // masked applies an EVEX writemask to a full result by esz-byte elements
-// over vl bytes, zeroing above vl (SDM Vol. 1 15.6.1).
+// over vl bytes, zeroing above vl (SDM Vol. 1, AVX-512 opmask merging and zeroing).
 func masked(res, old []byte, k uint64, esz, vl int, zero bool) [64]byte {
 	var out [64]byte
 	for i := 0; i < vl/esz; i++ {
@@ -199,7 +199,7 @@ func TestVNNI(t *testing.T) {
 
 // TestMaskingAndBroadcast: merging and zeroing masks by element size, a
 // VEX-encoded and an EVEX ymm write zeroing bits 511:256, {1toN}
-// broadcasts of dwords and qwords (SDM Vol. 1 15.6.1, Vol. 2 2.7.5).
+// broadcasts of dwords and qwords (SDM Vol. 1 AVX-512 opmasks, Vol. 2A EVEX embedded broadcast).
 func TestMaskingAndBroadcast(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	add := func(esz int) func(a, b []byte) []byte {
@@ -512,6 +512,14 @@ func TestLanes(t *testing.T) {
 				res[i] = fr.Mem[0]
 			}
 			return masked(res[:], old[:], fr.K, 1, 64, false)
+		}},
+		{"vcvtps2ph xmm0{k1}, xmm1, 0x4", func(fr *frame, old [64]byte) (r [64]byte) {
+			var res [8]byte
+			for i := 0; i < 4; i++ {
+				binary.LittleEndian.PutUint16(res[2*i:], f32to16(le32(fr.A[:], i), 0))
+			}
+			r = masked(res[:], old[:], fr.K, 2, 8, false) // the upper 8 bytes of the xmm zeroed
+			return
 		}},
 		{"vpbroadcastw zmm0, xmm2", func(fr *frame, old [64]byte) (r [64]byte) {
 			for i := 0; i < 64; i += 2 {

@@ -1782,3 +1782,880 @@ TEXT ·vpermilpdi(SB), NOSPLIT, $0-32
 	VMOVDQU Y0, (DX)
 	VZEROUPPER
 	RET
+
+// func m_vpaddd(a, b, c, out *byte)
+TEXT ·m_vpaddd(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPADDD (BX), Y1, Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vbroadcastss(a, b, c, out *byte)
+TEXT ·m_vbroadcastss(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VBROADCASTSS (BX), Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vpbroadcastb(a, b, c, out *byte)
+TEXT ·m_vpbroadcastb(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPBROADCASTB (BX), Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func x_vpbroadcastq(a, b, c, out *byte)
+TEXT ·x_vpbroadcastq(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPBROADCASTQ X2, Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vmovss(a, b, c, out *byte)
+TEXT ·m_vmovss(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VMOVSS (BX), X0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func x_vmovss(a, b, c, out *byte)
+TEXT ·x_vmovss(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VMOVSS X2, X1, X0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vmovd(a, b, c, out *byte)
+TEXT ·m_vmovd(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VMOVD (BX), X0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vmovq(a, b, c, out *byte)
+TEXT ·m_vmovq(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VMOVQ (BX), X0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vpinsrw(a, b, c, out *byte)
+TEXT ·m_vpinsrw(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPINSRW $3, (BX), X1, X0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vcvtph2ps(a, b, c, out *byte)
+TEXT ·m_vcvtph2ps(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VCVTPH2PS (BX), Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func x_vcvtph2ps(a, b, c, out *byte)
+TEXT ·x_vcvtph2ps(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VCVTPH2PS X1, X0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func x_vcvtps2ph(a, b, c, out *byte)
+TEXT ·x_vcvtps2ph(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VCVTPS2PH $0, X1, X0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vpmovsxbw(a, b, c, out *byte)
+TEXT ·m_vpmovsxbw(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPMOVSXBW (BX), Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vinserti128(a, b, c, out *byte)
+TEXT ·m_vinserti128(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VINSERTI128 $1, (BX), Y1, Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vfmadd231ps(a, b, c, out *byte)
+TEXT ·m_vfmadd231ps(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VFMADD231PS (BX), Y1, Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vmaxss(a, b, c, out *byte)
+TEXT ·m_vmaxss(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VMAXSS (BX), X1, X0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vcvtss2sd(a, b, c, out *byte)
+TEXT ·m_vcvtss2sd(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VCVTSS2SD (BX), X1, X0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func x_vpshufb(a, b, c, out *byte)
+TEXT ·x_vpshufb(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPSHUFB X2, X1, X0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func x_vaddps(a, b, c, out *byte)
+TEXT ·x_vaddps(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VADDPS X2, X1, X0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vpermq(a, b, c, out *byte)
+TEXT ·m_vpermq(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPERMQ $0x4e, (BX), Y0
+	VMOVDQU Y0, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vcvtps2ph(a, b, c, out *byte)
+TEXT ·m_vcvtps2ph(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VCVTPS2PH $0, Y1, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vextracti128(a, b, c, out *byte)
+TEXT ·m_vextracti128(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VEXTRACTI128 $1, Y1, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vpextrd(a, b, c, out *byte)
+TEXT ·m_vpextrd(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VPEXTRD $2, X1, (DX)
+	VZEROUPPER
+	RET
+
+// func m_vmovss_st(a, b, c, out *byte)
+TEXT ·m_vmovss_st(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	VMOVDQU (AX), Y1
+	VMOVDQU (BX), Y2
+	VMOVDQU (CX), Y0
+	VMOVSS X1, (DX)
+	VZEROUPPER
+	RET
+
+// func f_cmp(a, b, c, out *byte)
+TEXT ·f_cmp(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	CMPQ R8, R9
+	SETEQ 0(DX)
+	SETNE 1(DX)
+	SETLT 2(DX)
+	SETGE 3(DX)
+	SETLE 4(DX)
+	SETGT 5(DX)
+	SETCS 6(DX)
+	SETCC 7(DX)
+	SETLS 8(DX)
+	SETHI 9(DX)
+	SETMI 10(DX)
+	SETPL 11(DX)
+	SETOS 12(DX)
+	SETOC 13(DX)
+	SETPS 14(DX)
+	SETPC 15(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	CMPL R8, R9
+	SETEQ 24(DX)
+	SETNE 25(DX)
+	SETLT 26(DX)
+	SETGE 27(DX)
+	SETLE 28(DX)
+	SETGT 29(DX)
+	SETCS 30(DX)
+	SETCC 31(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_add(a, b, c, out *byte)
+TEXT ·f_add(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	ADDQ R9, R8
+	SETEQ 0(DX)
+	SETNE 1(DX)
+	SETLT 2(DX)
+	SETGE 3(DX)
+	SETLE 4(DX)
+	SETGT 5(DX)
+	SETCS 6(DX)
+	SETCC 7(DX)
+	SETLS 8(DX)
+	SETHI 9(DX)
+	SETMI 10(DX)
+	SETPL 11(DX)
+	SETOS 12(DX)
+	SETOC 13(DX)
+	SETPS 14(DX)
+	SETPC 15(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	ADDL R9, R8
+	SETEQ 24(DX)
+	SETNE 25(DX)
+	SETLT 26(DX)
+	SETGE 27(DX)
+	SETLE 28(DX)
+	SETGT 29(DX)
+	SETCS 30(DX)
+	SETCC 31(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_sub(a, b, c, out *byte)
+TEXT ·f_sub(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	SUBQ R9, R8
+	SETEQ 0(DX)
+	SETNE 1(DX)
+	SETLT 2(DX)
+	SETGE 3(DX)
+	SETLE 4(DX)
+	SETGT 5(DX)
+	SETCS 6(DX)
+	SETCC 7(DX)
+	SETLS 8(DX)
+	SETHI 9(DX)
+	SETMI 10(DX)
+	SETPL 11(DX)
+	SETOS 12(DX)
+	SETOC 13(DX)
+	SETPS 14(DX)
+	SETPC 15(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	SUBL R9, R8
+	SETEQ 24(DX)
+	SETNE 25(DX)
+	SETLT 26(DX)
+	SETGE 27(DX)
+	SETLE 28(DX)
+	SETGT 29(DX)
+	SETCS 30(DX)
+	SETCC 31(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_neg(a, b, c, out *byte)
+TEXT ·f_neg(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	NEGQ R8
+	SETEQ 0(DX)
+	SETNE 1(DX)
+	SETLT 2(DX)
+	SETGE 3(DX)
+	SETLE 4(DX)
+	SETGT 5(DX)
+	SETCS 6(DX)
+	SETCC 7(DX)
+	SETLS 8(DX)
+	SETHI 9(DX)
+	SETMI 10(DX)
+	SETPL 11(DX)
+	SETOS 12(DX)
+	SETOC 13(DX)
+	SETPS 14(DX)
+	SETPC 15(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	NEGL R8
+	SETEQ 24(DX)
+	SETNE 25(DX)
+	SETLT 26(DX)
+	SETGE 27(DX)
+	SETLE 28(DX)
+	SETGT 29(DX)
+	SETCS 30(DX)
+	SETCC 31(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_and(a, b, c, out *byte)
+TEXT ·f_and(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	ANDQ R9, R8
+	SETEQ 0(DX)
+	SETNE 1(DX)
+	SETLT 2(DX)
+	SETGE 3(DX)
+	SETLE 4(DX)
+	SETGT 5(DX)
+	SETCS 6(DX)
+	SETCC 7(DX)
+	SETLS 8(DX)
+	SETHI 9(DX)
+	SETMI 10(DX)
+	SETPL 11(DX)
+	SETOS 12(DX)
+	SETOC 13(DX)
+	SETPS 14(DX)
+	SETPC 15(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	ANDL R9, R8
+	SETEQ 24(DX)
+	SETNE 25(DX)
+	SETLT 26(DX)
+	SETGE 27(DX)
+	SETLE 28(DX)
+	SETGT 29(DX)
+	SETCS 30(DX)
+	SETCC 31(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_test(a, b, c, out *byte)
+TEXT ·f_test(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	TESTQ R9, R8
+	SETEQ 0(DX)
+	SETNE 1(DX)
+	SETLT 2(DX)
+	SETGE 3(DX)
+	SETLE 4(DX)
+	SETGT 5(DX)
+	SETCS 6(DX)
+	SETCC 7(DX)
+	SETLS 8(DX)
+	SETHI 9(DX)
+	SETMI 10(DX)
+	SETPL 11(DX)
+	SETOS 12(DX)
+	SETOC 13(DX)
+	SETPS 14(DX)
+	SETPC 15(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	TESTB R9, R8
+	SETEQ 24(DX)
+	SETNE 25(DX)
+	SETLT 26(DX)
+	SETGE 27(DX)
+	SETLE 28(DX)
+	SETGT 29(DX)
+	SETCS 30(DX)
+	SETCC 31(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_inc(a, b, c, out *byte)
+TEXT ·f_inc(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	ADDQ R9, R8
+	INCQ R8
+	SETEQ 0(DX)
+	SETNE 1(DX)
+	SETLT 2(DX)
+	SETGE 3(DX)
+	SETLE 4(DX)
+	SETGT 5(DX)
+	SETCS 6(DX)
+	SETCC 7(DX)
+	SETLS 8(DX)
+	SETHI 9(DX)
+	SETMI 10(DX)
+	SETPL 11(DX)
+	SETOS 12(DX)
+	SETOC 13(DX)
+	SETPS 14(DX)
+	SETPC 15(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	ADDL R9, R8
+	INCL R8
+	SETEQ 24(DX)
+	SETNE 25(DX)
+	SETLT 26(DX)
+	SETGE 27(DX)
+	SETLE 28(DX)
+	SETGT 29(DX)
+	SETCS 30(DX)
+	SETCC 31(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_dec(a, b, c, out *byte)
+TEXT ·f_dec(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	SUBQ R9, R8
+	DECQ R8
+	SETEQ 0(DX)
+	SETNE 1(DX)
+	SETLT 2(DX)
+	SETGE 3(DX)
+	SETLE 4(DX)
+	SETGT 5(DX)
+	SETCS 6(DX)
+	SETCC 7(DX)
+	SETLS 8(DX)
+	SETHI 9(DX)
+	SETMI 10(DX)
+	SETPL 11(DX)
+	SETOS 12(DX)
+	SETOC 13(DX)
+	SETPS 14(DX)
+	SETPC 15(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	SUBL R9, R8
+	DECL R8
+	SETEQ 24(DX)
+	SETNE 25(DX)
+	SETLT 26(DX)
+	SETGE 27(DX)
+	SETLE 28(DX)
+	SETGT 29(DX)
+	SETCS 30(DX)
+	SETCC 31(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_shl(a, b, c, out *byte)
+TEXT ·f_shl(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	SHLQ CX, R8
+	SETEQ 0(DX)
+	SETNE 1(DX)
+	SETCS 2(DX)
+	SETCC 3(DX)
+	SETMI 4(DX)
+	SETPL 5(DX)
+	SETPS 6(DX)
+	SETPC 7(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	SHLL CX, R8
+	SETEQ 24(DX)
+	SETNE 25(DX)
+	SETCS 26(DX)
+	SETCC 27(DX)
+	SETMI 28(DX)
+	SETPL 29(DX)
+	SETPS 30(DX)
+	SETPC 31(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_sar(a, b, c, out *byte)
+TEXT ·f_sar(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	SARQ CX, R8
+	SETEQ 0(DX)
+	SETNE 1(DX)
+	SETCS 2(DX)
+	SETCC 3(DX)
+	SETMI 4(DX)
+	SETPL 5(DX)
+	SETPS 6(DX)
+	SETPC 7(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	SARL CX, R8
+	SETEQ 24(DX)
+	SETNE 25(DX)
+	SETCS 26(DX)
+	SETCC 27(DX)
+	SETMI 28(DX)
+	SETPL 29(DX)
+	SETPS 30(DX)
+	SETPC 31(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_shr1(a, b, c, out *byte)
+TEXT ·f_shr1(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	SHRQ $1, R8
+	SETEQ 0(DX)
+	SETNE 1(DX)
+	SETLT 2(DX)
+	SETGE 3(DX)
+	SETLE 4(DX)
+	SETGT 5(DX)
+	SETCS 6(DX)
+	SETCC 7(DX)
+	SETLS 8(DX)
+	SETHI 9(DX)
+	SETMI 10(DX)
+	SETPL 11(DX)
+	SETOS 12(DX)
+	SETOC 13(DX)
+	SETPS 14(DX)
+	SETPC 15(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	SHRL $1, R8
+	SETEQ 24(DX)
+	SETNE 25(DX)
+	SETLT 26(DX)
+	SETGE 27(DX)
+	SETLE 28(DX)
+	SETGT 29(DX)
+	SETCS 30(DX)
+	SETCC 31(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_imul(a, b, c, out *byte)
+TEXT ·f_imul(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	IMULQ R9, R8
+	SETOS 0(DX)
+	SETOC 1(DX)
+	SETCS 2(DX)
+	SETCC 3(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	IMULL R9, R8
+	SETOS 24(DX)
+	SETOC 25(DX)
+	SETCS 26(DX)
+	SETCC 27(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_imul3(a, b, c, out *byte)
+TEXT ·f_imul3(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVBQZX (CX), CX
+	MOVQ $0, R10
+	CMPQ R10, R10
+	IMUL3Q $-3, R9, R8
+	SETOS 0(DX)
+	SETOC 1(DX)
+	SETCS 2(DX)
+	SETCC 3(DX)
+	MOVQ R8, 16(DX)
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	CMPQ R10, R10
+	IMUL3L $100000, R9, R8
+	SETOS 24(DX)
+	SETOC 25(DX)
+	SETCS 26(DX)
+	SETCC 27(DX)
+	MOVL R8, 32(DX)
+	RET
+
+// func f_cmov(a, b, c, out *byte)
+TEXT ·f_cmov(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), BX
+	MOVQ c+16(FP), CX
+	MOVQ out+24(FP), DX
+	MOVQ (AX), R8
+	MOVQ (BX), R9
+	MOVQ 8(AX), R10
+	CMPQ R8, R9
+	CMOVQLT R10, R9
+	MOVQ R9, (DX)
+	CMPL R8, R10
+	CMOVLHI R10, R8
+	MOVQ R8, 8(DX)
+	RET
