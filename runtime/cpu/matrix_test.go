@@ -168,8 +168,8 @@ var testTypes = []planar.Type{planar.F32, planar.F16, planar.BF16, planar.Q4_0, 
 //
 // It runs with the scalar kernels and, where they run, the assembly ones.
 func TestMatMatAgainstRef(t *testing.T) {
-	for _, on := range simdModes() {
-		t.Run(modeName(on), func(t *testing.T) { withSIMD(on, func() { testMatMatAgainstRef(t) }) })
+	for _, k := range levelModes() {
+		t.Run(SIMDName(k), func(t *testing.T) { withKernels(k, func() { testMatMatAgainstRef(t) }) })
 	}
 }
 
@@ -347,8 +347,8 @@ func TestCheck(t *testing.T) {
 }
 
 func TestNoAllocs(t *testing.T) {
-	for _, on := range simdModes() {
-		t.Run(modeName(on), func(t *testing.T) { withSIMD(on, func() { testNoAllocs(t) }) })
+	for _, k := range levelModes() {
+		t.Run(SIMDName(k), func(t *testing.T) { withKernels(k, func() { testNoAllocs(t) }) })
 	}
 }
 
