@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -63,12 +64,67 @@ func TestNativeMatchesSim(t *testing.T) {
 			if err := fn.Call(x86sim.Ptr(unsafe.Pointer(&in[0])), x86sim.Ptr(unsafe.Pointer(&in[1])), x86sim.Ptr(unsafe.Pointer(&in[2])), x86sim.Ptr(unsafe.Pointer(&sim[0]))); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			if out != sim {
+			if out != sim && !fmaNaNChoice(name, in, out, sim) {
 				t.Fatalf("%s, input %d:\n  a %x\n  b %x\n  c %x\nnative %x\n   sim %x", name, i, in[0], in[1], in[2], out, sim)
 			}
 		}
 	}
 	t.Logf("%d instruction forms x %d inputs: native and simulated bits equal", len(names), len(inputs))
+	if !amd {
+		t.Logf("CPU vendor %q: FMA lanes with two or more NaN operands were not compared (x86sim picks among them as AMD does, measured on Zen 3; no other vendor's rule has been measured)", vendor)
+	}
+}
+
+// vendor is the CPU's vendor string from /proc/cpuinfo ("" if unreadable),
+// amd whether it is AMD's.
+var vendor = func() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "vendor_id" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}()
+
+var amd = vendor == "AuthenticAMD"
+
+// fmaNaNChoice reports whether native and simulated outputs of an FMA
+// form differ only in lanes where two or more operands are NaN and both
+// results are NaN, on a CPU not made by AMD: which NaN an FMA returns then
+// is the vendor's choice (the SDM's pseudo-code names none), and x86sim
+// models AMD's.
+func fmaNaNChoice(name string, in [3][32]byte, out, sim [64]byte) bool {
+	if amd || !strings.Contains(name, "fm") && !strings.Contains(name, "fnm") {
+		return false
+	}
+	w := 4
+	if strings.HasSuffix(name, "pd") || strings.HasSuffix(name, "sd") {
+		w = 8
+	}
+	isNaN := func(b []byte) bool {
+		if w == 4 {
+			v := binary.LittleEndian.Uint32(b)
+			return v&0x7f800000 == 0x7f800000 && v&0x7fffff != 0
+		}
+		v := binary.LittleEndian.Uint64(b)
+		return v&0x7ff0000000000000 == 0x7ff0000000000000 && v&0xfffffffffffff != 0
+	}
+	for j := 0; j+w <= 32; j += w {
+		if string(out[j:j+w]) == string(sim[j:j+w]) {
+			continue
+		}
+		nans := 0
+		for k := range in {
+			if isNaN(in[k][j : j+w]) {
+				nans++
+			}
+		}
+		if nans < 2 || !isNaN(out[j:j+w]) || !isNaN(sim[j:j+w]) {
+			return false
+		}
+	}
+	return string(out[32:]) == string(sim[32:])
 }
 
 // vexInputs returns the (a, b, c) vectors each function runs on.
