@@ -5059,3 +5059,3913 @@ permute64_chunk:
 permute64_done:
 	VZEROUPPER
 	RET
+
+DATA c80x4<>+0(SB)/8, $0x0000000080808080
+GLOBL c80x4<>(SB), RODATA|NOPTR, $8
+
+DATA c0Fx4<>+0(SB)/8, $0x000000000f0f0f0f
+GLOBL c0Fx4<>(SB), RODATA|NOPTR, $8
+
+DATA idxRed<>+0(SB)/8, $0x0000000800000000
+DATA idxRed<>+8(SB)/8, $0x0000000900000001
+DATA idxRed<>+16(SB)/8, $0x0000000c00000004
+DATA idxRed<>+24(SB)/8, $0x0000000d00000005
+DATA idxRed<>+32(SB)/8, $0x0000000000000000
+DATA idxRed<>+40(SB)/8, $0x0000000000000000
+DATA idxRed<>+48(SB)/8, $0x0000000000000000
+DATA idxRed<>+56(SB)/8, $0x0000000000000000
+GLOBL idxRed<>(SB), RODATA|NOPTR, $64
+
+DATA idxRed8<>+0(SB)/8, $0x0000000800000000
+DATA idxRed8<>+8(SB)/8, $0x0000000900000001
+DATA idxRed8<>+16(SB)/8, $0x0000001800000010
+DATA idxRed8<>+24(SB)/8, $0x0000001900000011
+DATA idxRed8<>+32(SB)/8, $0x0000000c00000004
+DATA idxRed8<>+40(SB)/8, $0x0000000d00000005
+DATA idxRed8<>+48(SB)/8, $0x0000001c00000014
+DATA idxRed8<>+56(SB)/8, $0x0000001d00000015
+GLOBL idxRed8<>(SB), RODATA|NOPTR, $64
+
+DATA idxST8<>+0(SB)/8, $0x0000000200000000
+DATA idxST8<>+8(SB)/8, $0x0000000600000004
+DATA idxST8<>+16(SB)/8, $0x0000000a00000008
+DATA idxST8<>+24(SB)/8, $0x0000000e0000000c
+DATA idxST8<>+32(SB)/8, $0x0000000300000001
+DATA idxST8<>+40(SB)/8, $0x0000000700000005
+DATA idxST8<>+48(SB)/8, $0x0000000b00000009
+DATA idxST8<>+56(SB)/8, $0x0000000f0000000d
+GLOBL idxST8<>(SB), RODATA|NOPTR, $64
+
+DATA idxB8<>+0(SB)/8, $0x0000000000000000
+DATA idxB8<>+8(SB)/8, $0x0000000000000000
+DATA idxB8<>+16(SB)/8, $0x0000000000000000
+DATA idxB8<>+24(SB)/8, $0x0000000000000000
+DATA idxB8<>+32(SB)/8, $0x0000000100000001
+DATA idxB8<>+40(SB)/8, $0x0000000100000001
+DATA idxB8<>+48(SB)/8, $0x0000000100000001
+DATA idxB8<>+56(SB)/8, $0x0000000100000001
+GLOBL idxB8<>(SB), RODATA|NOPTR, $64
+
+DATA scMaskZ0<>+0(SB)/8, $0x8000800080008000
+DATA scMaskZ0<>+8(SB)/8, $0x8000800080008000
+DATA scMaskZ0<>+16(SB)/8, $0x8001800180018001
+DATA scMaskZ0<>+24(SB)/8, $0x8001800180018001
+DATA scMaskZ0<>+32(SB)/8, $0x8002800280028002
+DATA scMaskZ0<>+40(SB)/8, $0x8002800280028002
+DATA scMaskZ0<>+48(SB)/8, $0x8003800380038003
+DATA scMaskZ0<>+56(SB)/8, $0x8003800380038003
+GLOBL scMaskZ0<>(SB), RODATA|NOPTR, $64
+
+DATA scMaskZ1<>+0(SB)/8, $0x8004800480048004
+DATA scMaskZ1<>+8(SB)/8, $0x8004800480048004
+DATA scMaskZ1<>+16(SB)/8, $0x8005800580058005
+DATA scMaskZ1<>+24(SB)/8, $0x8005800580058005
+DATA scMaskZ1<>+32(SB)/8, $0x8006800680068006
+DATA scMaskZ1<>+40(SB)/8, $0x8006800680068006
+DATA scMaskZ1<>+48(SB)/8, $0x8007800780078007
+DATA scMaskZ1<>+56(SB)/8, $0x8007800780078007
+GLOBL scMaskZ1<>(SB), RODATA|NOPTR, $64
+
+DATA hShufZ<>+0(SB)/8, $0x0101010100000000
+DATA hShufZ<>+8(SB)/8, $0x0303030302020202
+DATA hShufZ<>+16(SB)/8, $0x0505050504040404
+DATA hShufZ<>+24(SB)/8, $0x0707070706060606
+DATA hShufZ<>+32(SB)/8, $0x0101010100000000
+DATA hShufZ<>+40(SB)/8, $0x0303030302020202
+DATA hShufZ<>+48(SB)/8, $0x0505050504040404
+DATA hShufZ<>+56(SB)/8, $0x0707070706060606
+GLOBL hShufZ<>(SB), RODATA|NOPTR, $64
+
+DATA hShufKZ<>+0(SB)/8, $0x0101010100000000
+DATA hShufKZ<>+8(SB)/8, $0x0303030302020202
+DATA hShufKZ<>+16(SB)/8, $0x0505050504040404
+DATA hShufKZ<>+24(SB)/8, $0x0707070706060606
+DATA hShufKZ<>+32(SB)/8, $0x0909090908080808
+DATA hShufKZ<>+40(SB)/8, $0x0b0b0b0b0a0a0a0a
+DATA hShufKZ<>+48(SB)/8, $0x0d0d0d0d0c0c0c0c
+DATA hShufKZ<>+56(SB)/8, $0x0f0f0f0f0e0e0e0e
+GLOBL hShufKZ<>(SB), RODATA|NOPTR, $64
+
+DATA hBitLo<>+0(SB)/8, $0x4010040140100401
+DATA hBitLo<>+8(SB)/8, $0x4010040140100401
+DATA hBitLo<>+16(SB)/8, $0x4010040140100401
+DATA hBitLo<>+24(SB)/8, $0x4010040140100401
+DATA hBitLo<>+32(SB)/8, $0x4010040140100401
+DATA hBitLo<>+40(SB)/8, $0x4010040140100401
+DATA hBitLo<>+48(SB)/8, $0x4010040140100401
+DATA hBitLo<>+56(SB)/8, $0x4010040140100401
+GLOBL hBitLo<>(SB), RODATA|NOPTR, $64
+
+DATA hBitHi<>+0(SB)/8, $0x8020080280200802
+DATA hBitHi<>+8(SB)/8, $0x8020080280200802
+DATA hBitHi<>+16(SB)/8, $0x8020080280200802
+DATA hBitHi<>+24(SB)/8, $0x8020080280200802
+DATA hBitHi<>+32(SB)/8, $0x8020080280200802
+DATA hBitHi<>+40(SB)/8, $0x8020080280200802
+DATA hBitHi<>+48(SB)/8, $0x8020080280200802
+DATA hBitHi<>+56(SB)/8, $0x8020080280200802
+GLOBL hBitHi<>(SB), RODATA|NOPTR, $64
+
+DATA hBitLH<>+0(SB)/8, $0x4010040140100401
+DATA hBitLH<>+8(SB)/8, $0x4010040140100401
+DATA hBitLH<>+16(SB)/8, $0x4010040140100401
+DATA hBitLH<>+24(SB)/8, $0x4010040140100401
+DATA hBitLH<>+32(SB)/8, $0x8020080280200802
+DATA hBitLH<>+40(SB)/8, $0x8020080280200802
+DATA hBitLH<>+48(SB)/8, $0x8020080280200802
+DATA hBitLH<>+56(SB)/8, $0x8020080280200802
+GLOBL hBitLH<>(SB), RODATA|NOPTR, $64
+
+DATA c10x4<>+0(SB)/8, $0x0000000010101010
+GLOBL c10x4<>(SB), RODATA|NOPTR, $8
+
+DATA scMaskP0<>+0(SB)/8, $0x8000800080008000
+DATA scMaskP0<>+8(SB)/8, $0x8000800080008000
+DATA scMaskP0<>+16(SB)/8, $0x8001800180018001
+DATA scMaskP0<>+24(SB)/8, $0x8001800180018001
+DATA scMaskP0<>+32(SB)/8, $0x8000800080008000
+DATA scMaskP0<>+40(SB)/8, $0x8000800080008000
+DATA scMaskP0<>+48(SB)/8, $0x8001800180018001
+DATA scMaskP0<>+56(SB)/8, $0x8001800180018001
+GLOBL scMaskP0<>(SB), RODATA|NOPTR, $64
+
+DATA scMaskP1<>+0(SB)/8, $0x8002800280028002
+DATA scMaskP1<>+8(SB)/8, $0x8002800280028002
+DATA scMaskP1<>+16(SB)/8, $0x8003800380038003
+DATA scMaskP1<>+24(SB)/8, $0x8003800380038003
+DATA scMaskP1<>+32(SB)/8, $0x8002800280028002
+DATA scMaskP1<>+40(SB)/8, $0x8002800280028002
+DATA scMaskP1<>+48(SB)/8, $0x8003800380038003
+DATA scMaskP1<>+56(SB)/8, $0x8003800380038003
+GLOBL scMaskP1<>(SB), RODATA|NOPTR, $64
+
+DATA scMaskP2<>+0(SB)/8, $0x8004800480048004
+DATA scMaskP2<>+8(SB)/8, $0x8004800480048004
+DATA scMaskP2<>+16(SB)/8, $0x8005800580058005
+DATA scMaskP2<>+24(SB)/8, $0x8005800580058005
+DATA scMaskP2<>+32(SB)/8, $0x8004800480048004
+DATA scMaskP2<>+40(SB)/8, $0x8004800480048004
+DATA scMaskP2<>+48(SB)/8, $0x8005800580058005
+DATA scMaskP2<>+56(SB)/8, $0x8005800580058005
+GLOBL scMaskP2<>(SB), RODATA|NOPTR, $64
+
+DATA scMaskP3<>+0(SB)/8, $0x8006800680068006
+DATA scMaskP3<>+8(SB)/8, $0x8006800680068006
+DATA scMaskP3<>+16(SB)/8, $0x8007800780078007
+DATA scMaskP3<>+24(SB)/8, $0x8007800780078007
+DATA scMaskP3<>+32(SB)/8, $0x8006800680068006
+DATA scMaskP3<>+40(SB)/8, $0x8006800680068006
+DATA scMaskP3<>+48(SB)/8, $0x8007800780078007
+DATA scMaskP3<>+56(SB)/8, $0x8007800780078007
+GLOBL scMaskP3<>(SB), RODATA|NOPTR, $64
+
+DATA wIdxZ0<>+0(SB)/8, $0x0000000000000000
+DATA wIdxZ0<>+8(SB)/8, $0x0000000000000000
+DATA wIdxZ0<>+16(SB)/8, $0x0001000100010001
+DATA wIdxZ0<>+24(SB)/8, $0x0001000100010001
+DATA wIdxZ0<>+32(SB)/8, $0x0002000200020002
+DATA wIdxZ0<>+40(SB)/8, $0x0002000200020002
+DATA wIdxZ0<>+48(SB)/8, $0x0003000300030003
+DATA wIdxZ0<>+56(SB)/8, $0x0003000300030003
+GLOBL wIdxZ0<>(SB), RODATA|NOPTR, $64
+
+DATA wIdxZ1<>+0(SB)/8, $0x0004000400040004
+DATA wIdxZ1<>+8(SB)/8, $0x0004000400040004
+DATA wIdxZ1<>+16(SB)/8, $0x0005000500050005
+DATA wIdxZ1<>+24(SB)/8, $0x0005000500050005
+DATA wIdxZ1<>+32(SB)/8, $0x0006000600060006
+DATA wIdxZ1<>+40(SB)/8, $0x0006000600060006
+DATA wIdxZ1<>+48(SB)/8, $0x0007000700070007
+DATA wIdxZ1<>+56(SB)/8, $0x0007000700070007
+GLOBL wIdxZ1<>(SB), RODATA|NOPTR, $64
+
+DATA wIdxZ2<>+0(SB)/8, $0x0008000800080008
+DATA wIdxZ2<>+8(SB)/8, $0x0008000800080008
+DATA wIdxZ2<>+16(SB)/8, $0x0009000900090009
+DATA wIdxZ2<>+24(SB)/8, $0x0009000900090009
+DATA wIdxZ2<>+32(SB)/8, $0x000a000a000a000a
+DATA wIdxZ2<>+40(SB)/8, $0x000a000a000a000a
+DATA wIdxZ2<>+48(SB)/8, $0x000b000b000b000b
+DATA wIdxZ2<>+56(SB)/8, $0x000b000b000b000b
+GLOBL wIdxZ2<>(SB), RODATA|NOPTR, $64
+
+DATA wIdxZ3<>+0(SB)/8, $0x000c000c000c000c
+DATA wIdxZ3<>+8(SB)/8, $0x000c000c000c000c
+DATA wIdxZ3<>+16(SB)/8, $0x000d000d000d000d
+DATA wIdxZ3<>+24(SB)/8, $0x000d000d000d000d
+DATA wIdxZ3<>+32(SB)/8, $0x000e000e000e000e
+DATA wIdxZ3<>+40(SB)/8, $0x000e000e000e000e
+DATA wIdxZ3<>+48(SB)/8, $0x000f000f000f000f
+DATA wIdxZ3<>+56(SB)/8, $0x000f000f000f000f
+GLOBL wIdxZ3<>(SB), RODATA|NOPTR, $64
+
+// func q8_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, np int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
+TEXT ·q8_0RowsAVX512(SB), NOSPLIT, $48-88
+	MOVQ         cstride+16(FP), AX
+	MOVQ         sstride+24(FP), CX
+	MOVQ         a+32(FP), DX
+	MOVQ         d+40(FP), BX
+	MOVQ         np+48(FP), SI
+	SHLQ         $0x03, SI
+	MOVL         $0x00000002, DI
+	KMOVW        DI, K1
+	MOVL         $0x00000004, DI
+	KMOVW        DI, K2
+	MOVL         $0x00000008, DI
+	KMOVW        DI, K3
+	VMOVDQU64    idxRed<>+0(SB), Z0
+	VMOVDQU64    idx01<>+0(SB), Y1
+	VMOVDQU64    idxT<>+0(SB), Y2
+	VMOVDQU64    idxRed8<>+0(SB), Z3
+	VMOVDQU64    idxST8<>+0(SB), Z4
+	VMOVDQU64    idxB8<>+0(SB), Z5
+	VPBROADCASTD c80x4<>+0(SB), Z6
+	VPXORD       Z7, Z7, Z7
+	MOVQ         $0x00000000, 32(SP)
+
+q8_0RowsAVX512_tile:
+	MOVQ codes+0(FP), DI
+	MOVQ DI, (SP)
+	MOVQ scales+8(FP), DI
+	MOVQ DI, 8(SP)
+	MOVQ rows+64(FP), DI
+	MOVQ DI, 16(SP)
+	MOVQ y+56(FP), DI
+	MOVQ DI, 24(SP)
+	MOVQ codes+0(FP), DI
+	ADDQ $0x00000800, DI
+	MOVQ DI, 40(SP)
+
+q8_0RowsAVX512_rows8:
+	CMPQ   16(SP), $0x08
+	JL     q8_0RowsAVX512_rows4
+	MOVQ   (SP), DI
+	MOVQ   8(SP), R8
+	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+
+q8_0RowsAVX512_rows8_pair:
+	MOVQ          40(SP), R10
+	PREFETCHT0    (R10)
+	PREFETCHT0    64(R10)
+	PREFETCHT0    128(R10)
+	PREFETCHT0    192(R10)
+	PREFETCHT0    256(R10)
+	PREFETCHT0    320(R10)
+	PREFETCHT0    384(R10)
+	PREFETCHT0    448(R10)
+	ADDQ          $0x00000200, R10
+	MOVQ          R10, 40(SP)
+	LEAQ          (DI)(AX*2), R10
+	LEAQ          (DI)(AX*4), R11
+	LEAQ          (R11)(AX*2), R12
+	VMOVDQU64     (DX)(R9*8), Z9
+	VPXORD        Z10, Z10, Z10
+	VPDPBUSD      Z9, Z6, Z10
+	VPSUBD        Z10, Z7, Z11
+	VPXORD        (DI), Z6, Z12
+	VPDPBUSD      Z9, Z12, Z11
+	VPSUBD        Z10, Z7, Z12
+	VPXORD        (DI)(AX*1), Z6, Z15
+	VPDPBUSD      Z9, Z15, Z12
+	VPSUBD        Z10, Z7, Z15
+	VPXORD        (DI)(AX*2), Z6, Z16
+	VPDPBUSD      Z9, Z16, Z15
+	VPSUBD        Z10, Z7, Z16
+	VPXORD        (R10)(AX*1), Z6, Z17
+	VPDPBUSD      Z9, Z17, Z16
+	VPSUBD        Z10, Z7, Z17
+	VPXORD        (R11), Z6, Z18
+	VPDPBUSD      Z9, Z18, Z17
+	VPSUBD        Z10, Z7, Z18
+	VPXORD        (R11)(AX*1), Z6, Z19
+	VPDPBUSD      Z9, Z19, Z18
+	VPSUBD        Z10, Z7, Z19
+	VPXORD        (R11)(AX*2), Z6, Z20
+	VPDPBUSD      Z9, Z20, Z19
+	VPSUBD        Z10, Z7, Z20
+	VPXORD        (R12)(AX*1), Z6, Z21
+	VPDPBUSD      Z9, Z21, Z20
+	VSHUFI64X2    $0x88, Z12, Z11, Z9
+	VSHUFI64X2    $0xdd, Z12, Z11, Z11
+	VPADDD        Z11, Z9, Z9
+	VSHUFI64X2    $0x88, Z16, Z15, Z11
+	VSHUFI64X2    $0xdd, Z16, Z15, Z12
+	VPADDD        Z12, Z11, Z11
+	VSHUFI64X2    $0x88, Z18, Z17, Z12
+	VSHUFI64X2    $0xdd, Z18, Z17, Z15
+	VPADDD        Z15, Z12, Z12
+	VSHUFI64X2    $0x88, Z20, Z19, Z15
+	VSHUFI64X2    $0xdd, Z20, Z19, Z16
+	VPADDD        Z16, Z15, Z15
+	VPUNPCKLDQ    Z11, Z9, Z16
+	VPUNPCKHDQ    Z11, Z9, Z9
+	VPADDD        Z9, Z16, Z16
+	VPSHUFD       $0x4e, Z16, Z9
+	VPADDD        Z9, Z16, Z16
+	VPUNPCKLDQ    Z15, Z12, Z9
+	VPUNPCKHDQ    Z15, Z12, Z11
+	VPADDD        Z11, Z9, Z9
+	VPSHUFD       $0x4e, Z9, Z11
+	VPADDD        Z11, Z9, Z9
+	VPERMT2D      Z9, Z3, Z16
+	VCVTDQ2PS     Z16, Z9
+	LEAQ          (R8)(CX*4), R10
+	VMOVD         (R10), X11
+	VPBROADCASTD  (R10)(CX*1), K1, X11
+	VPBROADCASTD  (R10)(CX*2), K2, X11
+	LEAQ          (R10)(CX*2), R10
+	VPBROADCASTD  (R10)(CX*1), K3, X11
+	VMOVD         (R8), X13
+	VPBROADCASTD  (R8)(CX*1), K1, X13
+	VPBROADCASTD  (R8)(CX*2), K2, X13
+	LEAQ          (R8)(CX*2), R10
+	VPBROADCASTD  (R10)(CX*1), K3, X13
+	VINSERTI32X4  $0x01, X11, Y13, Y11
+	VCVTPH2PS     Y11, Z11
+	VPERMPS       Z11, Z4, Z11
+	VMOVQ         (BX)(R9*1), X13
+	VPERMD        Z13, Z5, Z12
+	VMULPS        Z12, Z11, Z11
+	VMULPS        Z11, Z9, Z9
+	VADDPS        Y9, Y8, Y8
+	VEXTRACTF64X4 $0x01, Z9, Y9
+	VADDPS        Y9, Y8, Y8
+	ADDQ          $0x40, DI
+	ADDQ          $0x04, R8
+	ADDQ          $0x08, R9
+	CMPQ          R9, SI
+	JL            q8_0RowsAVX512_rows8_pair
+	MOVQ          24(SP), DI
+	CMPQ          32(SP), $0x00
+	JE            q8_0RowsAVX512_rows8_store
+	VADDPS        (DI), Y8, Y8
+
+q8_0RowsAVX512_rows8_store:
+	VMOVUPS Y8, (DI)
+	ADDQ    $0x20, DI
+	MOVQ    DI, 24(SP)
+	MOVQ    (SP), DI
+	LEAQ    (DI)(AX*8), DI
+	MOVQ    DI, (SP)
+	MOVQ    8(SP), DI
+	LEAQ    (DI)(CX*8), DI
+	MOVQ    DI, 8(SP)
+	SUBQ    $0x08, 16(SP)
+	JMP     q8_0RowsAVX512_rows8
+
+q8_0RowsAVX512_rows4:
+	CMPQ   16(SP), $0x04
+	JL     q8_0RowsAVX512_rowsdone
+	MOVQ   (SP), DI
+	MOVQ   8(SP), R8
+	XORQ   R9, R9
+	VXORPS X8, X8, X8
+
+q8_0RowsAVX512_rows4_pair:
+	MOVQ         40(SP), R10
+	PREFETCHT0   (R10)
+	PREFETCHT0   64(R10)
+	PREFETCHT0   128(R10)
+	PREFETCHT0   192(R10)
+	ADDQ         $0x00000100, R10
+	MOVQ         R10, 40(SP)
+	LEAQ         (DI)(AX*2), R10
+	VMOVDQU64    (DX)(R9*8), Z9
+	VPXORD       Z14, Z14, Z14
+	VPDPBUSD     Z9, Z6, Z14
+	VPSUBD       Z14, Z7, Z11
+	VPXORD       (DI), Z6, Z12
+	VPDPBUSD     Z9, Z12, Z11
+	VPSUBD       Z14, Z7, Z12
+	VPXORD       (DI)(AX*1), Z6, Z15
+	VPDPBUSD     Z9, Z15, Z12
+	VPSUBD       Z14, Z7, Z15
+	VPXORD       (DI)(AX*2), Z6, Z16
+	VPDPBUSD     Z9, Z16, Z15
+	VPSUBD       Z14, Z7, Z16
+	VPXORD       (R10)(AX*1), Z6, Z17
+	VPDPBUSD     Z9, Z17, Z16
+	VSHUFI64X2   $0x88, Z12, Z11, Z9
+	VSHUFI64X2   $0xdd, Z12, Z11, Z11
+	VPADDD       Z11, Z9, Z9
+	VSHUFI64X2   $0x88, Z16, Z15, Z11
+	VSHUFI64X2   $0xdd, Z16, Z15, Z12
+	VPADDD       Z12, Z11, Z11
+	VPUNPCKLDQ   Z11, Z9, Z12
+	VPUNPCKHDQ   Z11, Z9, Z9
+	VPADDD       Z9, Z12, Z12
+	VPSHUFD      $0x4e, Z12, Z9
+	VPADDD       Z9, Z12, Z12
+	VPERMD       Z12, Z0, Z12
+	VCVTDQ2PS    Y12, Y9
+	VMOVD        (R8), X11
+	VPBROADCASTD (R8)(CX*1), K1, X11
+	VPBROADCASTD (R8)(CX*2), K2, X11
+	LEAQ         (R8)(CX*2), R10
+	VPBROADCASTD (R10)(CX*1), K3, X11
+	VCVTPH2PS    X11, Y11
+	VPERMPS      Y11, Y2, Y11
+	VMOVQ        (BX)(R9*1), X13
+	VPERMD       Y13, Y1, Y12
+	VMULPS       Y12, Y11, Y11
+	VMULPS       Y11, Y9, Y9
+	VADDPS       X9, X8, X8
+	VEXTRACTF128 $0x01, Y9, X9
+	VADDPS       X9, X8, X8
+	ADDQ         $0x40, DI
+	ADDQ         $0x04, R8
+	ADDQ         $0x08, R9
+	CMPQ         R9, SI
+	JL           q8_0RowsAVX512_rows4_pair
+	MOVQ         24(SP), DI
+	CMPQ         32(SP), $0x00
+	JE           q8_0RowsAVX512_rows4_store
+	VADDPS       (DI), X8, X8
+
+q8_0RowsAVX512_rows4_store:
+	VMOVUPS X8, (DI)
+	ADDQ    $0x10, DI
+	MOVQ    DI, 24(SP)
+	MOVQ    (SP), DI
+	LEAQ    (DI)(AX*4), DI
+	MOVQ    DI, (SP)
+	MOVQ    8(SP), DI
+	LEAQ    (DI)(CX*4), DI
+	MOVQ    DI, 8(SP)
+	SUBQ    $0x04, 16(SP)
+	JMP     q8_0RowsAVX512_rows4
+
+q8_0RowsAVX512_rowsdone:
+	MOVQ codes+0(FP), DI
+	ADDQ tstride+80(FP), DI
+	MOVQ DI, codes+0(FP)
+	MOVQ scales+8(FP), DI
+	ADDQ tstride+80(FP), DI
+	MOVQ DI, scales+8(FP)
+	LEAQ (DX)(SI*8), DX
+	ADDQ SI, BX
+	MOVQ $0x00000001, 32(SP)
+	DECQ tiles+72(FP)
+	JNZ  q8_0RowsAVX512_tile
+	VZEROUPPER
+	RET
+
+// func q4_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
+TEXT ·q4_0RowsAVX512(SB), NOSPLIT, $48-96
+	MOVQ         cstride+16(FP), AX
+	MOVQ         sstride+24(FP), CX
+	MOVQ         a+32(FP), DX
+	MOVQ         d+40(FP), BX
+	MOVQ         s+48(FP), SI
+	MOVQ         np+56(FP), DI
+	SHLQ         $0x03, DI
+	MOVL         $0x00000002, R8
+	KMOVW        R8, K1
+	MOVL         $0x00000004, R8
+	KMOVW        R8, K2
+	MOVL         $0x00000008, R8
+	KMOVW        R8, K3
+	VMOVDQU64    idxRed<>+0(SB), Z0
+	VMOVDQU64    idx01<>+0(SB), Y1
+	VMOVDQU64    idxT<>+0(SB), Y2
+	VMOVDQU64    idxRed8<>+0(SB), Z3
+	VMOVDQU64    idxST8<>+0(SB), Z4
+	VMOVDQU64    idxB8<>+0(SB), Z5
+	VPBROADCASTD c0Fx4<>+0(SB), Z6
+	MOVQ         $0x00000000, 32(SP)
+
+q4_0RowsAVX512_tile:
+	MOVQ codes+0(FP), R8
+	MOVQ R8, (SP)
+	MOVQ scales+8(FP), R8
+	MOVQ R8, 8(SP)
+	MOVQ rows+72(FP), R8
+	MOVQ R8, 16(SP)
+	MOVQ y+64(FP), R8
+	MOVQ R8, 24(SP)
+	MOVQ codes+0(FP), R8
+	ADDQ $0x00000800, R8
+	MOVQ R8, 40(SP)
+
+q4_0RowsAVX512_rows8:
+	CMPQ   16(SP), $0x08
+	JL     q4_0RowsAVX512_rows4
+	MOVQ   (SP), R8
+	MOVQ   8(SP), R9
+	XORQ   R10, R10
+	VXORPS Y7, Y7, Y7
+
+q4_0RowsAVX512_rows8_pair:
+	MOVQ            40(SP), R11
+	PREFETCHT0      (R11)
+	PREFETCHT0      64(R11)
+	PREFETCHT0      128(R11)
+	PREFETCHT0      192(R11)
+	ADDQ            $0x00000100, R11
+	MOVQ            R11, 40(SP)
+	LEAQ            (R8)(AX*2), R11
+	LEAQ            (R8)(AX*4), R12
+	LEAQ            (R12)(AX*2), R13
+	VBROADCASTI64X4 (DX)(R10*8), Z8
+	VBROADCASTI64X4 32(DX)(R10*8), Z9
+	VMOVDQU64       (R8), Y10
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z10, Z10
+	VPSRLW          $0x04, Z10, Z11
+	VPANDD          Z6, Z10, Z10
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z12, Z12, Z12
+	VPDPBUSD        Z8, Z10, Z12
+	VPDPBUSD        Z9, Z11, Z12
+	VMOVDQU64       (R8)(AX*2), Y13
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z13, Z13
+	VPSRLW          $0x04, Z13, Z11
+	VPANDD          Z6, Z13, Z13
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z14, Z14, Z14
+	VPDPBUSD        Z8, Z13, Z14
+	VPDPBUSD        Z9, Z11, Z14
+	VMOVDQU64       (R12), Y15
+	VINSERTI64X4    $0x01, (R12)(AX*1), Z15, Z15
+	VPSRLW          $0x04, Z15, Z11
+	VPANDD          Z6, Z15, Z15
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z16, Z16, Z16
+	VPDPBUSD        Z8, Z15, Z16
+	VPDPBUSD        Z9, Z11, Z16
+	VMOVDQU64       (R12)(AX*2), Y17
+	VINSERTI64X4    $0x01, (R13)(AX*1), Z17, Z17
+	VPSRLW          $0x04, Z17, Z11
+	VPANDD          Z6, Z17, Z17
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z18, Z18, Z18
+	VPDPBUSD        Z8, Z17, Z18
+	VPDPBUSD        Z9, Z11, Z18
+	VPUNPCKLDQ      Z14, Z12, Z8
+	VPUNPCKHDQ      Z14, Z12, Z9
+	VPADDD          Z9, Z8, Z8
+	VPSHUFD         $0x4e, Z8, Z9
+	VPADDD          Z9, Z8, Z8
+	VPUNPCKLDQ      Z18, Z16, Z9
+	VPUNPCKHDQ      Z18, Z16, Z11
+	VPADDD          Z11, Z9, Z9
+	VPSHUFD         $0x4e, Z9, Z11
+	VPADDD          Z11, Z9, Z9
+	VPERMT2D        Z9, Z3, Z8
+	VMOVQ           (SI)(R10*1), X19
+	VPERMD          Z19, Z5, Z9
+	VPSLLD          $0x03, Z9, Z9
+	VPSUBD          Z9, Z8, Z8
+	VCVTDQ2PS       Z8, Z8
+	LEAQ            (R9)(CX*4), R11
+	VMOVD           (R11), X9
+	VPBROADCASTD    (R11)(CX*1), K1, X9
+	VPBROADCASTD    (R11)(CX*2), K2, X9
+	LEAQ            (R11)(CX*2), R11
+	VPBROADCASTD    (R11)(CX*1), K3, X9
+	VMOVD           (R9), X19
+	VPBROADCASTD    (R9)(CX*1), K1, X19
+	VPBROADCASTD    (R9)(CX*2), K2, X19
+	LEAQ            (R9)(CX*2), R11
+	VPBROADCASTD    (R11)(CX*1), K3, X19
+	VINSERTI32X4    $0x01, X9, Y19, Y9
+	VCVTPH2PS       Y9, Z9
+	VPERMPS         Z9, Z4, Z9
+	VMOVQ           (BX)(R10*1), X19
+	VPERMD          Z19, Z5, Z11
+	VMULPS          Z11, Z9, Z9
+	VMULPS          Z9, Z8, Z8
+	VADDPS          Y8, Y7, Y7
+	VEXTRACTF64X4   $0x01, Z8, Y8
+	VADDPS          Y8, Y7, Y7
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x08, R10
+	CMPQ            R10, DI
+	JL              q4_0RowsAVX512_rows8_pair
+	MOVQ            24(SP), R8
+	CMPQ            32(SP), $0x00
+	JE              q4_0RowsAVX512_rows8_store
+	VADDPS          (R8), Y7, Y7
+
+q4_0RowsAVX512_rows8_store:
+	VMOVUPS Y7, (R8)
+	ADDQ    $0x20, R8
+	MOVQ    R8, 24(SP)
+	MOVQ    (SP), R8
+	LEAQ    (R8)(AX*8), R8
+	MOVQ    R8, (SP)
+	MOVQ    8(SP), R8
+	LEAQ    (R8)(CX*8), R8
+	MOVQ    R8, 8(SP)
+	SUBQ    $0x08, 16(SP)
+	JMP     q4_0RowsAVX512_rows8
+
+q4_0RowsAVX512_rows4:
+	CMPQ   16(SP), $0x04
+	JL     q4_0RowsAVX512_rowsdone
+	MOVQ   (SP), R8
+	MOVQ   8(SP), R9
+	XORQ   R10, R10
+	VXORPS X10, X10, X10
+
+q4_0RowsAVX512_rows4_pair:
+	MOVQ            40(SP), R11
+	PREFETCHT0      (R11)
+	PREFETCHT0      64(R11)
+	ADDQ            $0x00000080, R11
+	MOVQ            R11, 40(SP)
+	LEAQ            (R8)(AX*2), R11
+	VBROADCASTI64X4 (DX)(R10*8), Z8
+	VBROADCASTI64X4 32(DX)(R10*8), Z9
+	VMOVDQU64       (R8), Y7
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z7, Z7
+	VPSRLW          $0x04, Z7, Z11
+	VPANDD          Z6, Z7, Z7
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z20, Z20, Z20
+	VPDPBUSD        Z8, Z7, Z20
+	VPDPBUSD        Z9, Z11, Z20
+	VMOVDQU64       (R8)(AX*2), Y22
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z22, Z22
+	VPSRLW          $0x04, Z22, Z11
+	VPANDD          Z6, Z22, Z22
+	VPANDD          Z6, Z11, Z11
+	VPXORD          Z21, Z21, Z21
+	VPDPBUSD        Z8, Z22, Z21
+	VPDPBUSD        Z9, Z11, Z21
+	VPUNPCKLDQ      Z21, Z20, Z8
+	VPUNPCKHDQ      Z21, Z20, Z9
+	VPADDD          Z9, Z8, Z8
+	VPSHUFD         $0x4e, Z8, Z9
+	VPADDD          Z9, Z8, Z8
+	VPERMD          Z8, Z0, Z8
+	VMOVQ           (SI)(R10*1), X19
+	VPERMD          Y19, Y1, Y7
+	VPSLLD          $0x03, Y7, Y7
+	VPSUBD          Y7, Y8, Y8
+	VCVTDQ2PS       Y8, Y7
+	VMOVD           (R9), X8
+	VPBROADCASTD    (R9)(CX*1), K1, X8
+	VPBROADCASTD    (R9)(CX*2), K2, X8
+	LEAQ            (R9)(CX*2), R11
+	VPBROADCASTD    (R11)(CX*1), K3, X8
+	VCVTPH2PS       X8, Y8
+	VPERMPS         Y8, Y2, Y8
+	VMOVQ           (BX)(R10*1), X19
+	VPERMD          Y19, Y1, Y9
+	VMULPS          Y9, Y8, Y8
+	VMULPS          Y8, Y7, Y7
+	VADDPS          X7, X10, X10
+	VEXTRACTF128    $0x01, Y7, X7
+	VADDPS          X7, X10, X10
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x08, R10
+	CMPQ            R10, DI
+	JL              q4_0RowsAVX512_rows4_pair
+	MOVQ            24(SP), R8
+	CMPQ            32(SP), $0x00
+	JE              q4_0RowsAVX512_rows4_store
+	VADDPS          (R8), X10, X10
+
+q4_0RowsAVX512_rows4_store:
+	VMOVUPS X10, (R8)
+	ADDQ    $0x10, R8
+	MOVQ    R8, 24(SP)
+	MOVQ    (SP), R8
+	LEAQ    (R8)(AX*4), R8
+	MOVQ    R8, (SP)
+	MOVQ    8(SP), R8
+	LEAQ    (R8)(CX*4), R8
+	MOVQ    R8, 8(SP)
+	SUBQ    $0x04, 16(SP)
+	JMP     q4_0RowsAVX512_rows4
+
+q4_0RowsAVX512_rowsdone:
+	MOVQ codes+0(FP), R8
+	ADDQ tstride+88(FP), R8
+	MOVQ R8, codes+0(FP)
+	MOVQ scales+8(FP), R8
+	ADDQ tstride+88(FP), R8
+	MOVQ R8, scales+8(FP)
+	LEAQ (DX)(DI*8), DX
+	ADDQ DI, BX
+	ADDQ DI, SI
+	MOVQ $0x00000001, 32(SP)
+	DECQ tiles+80(FP)
+	JNZ  q4_0RowsAVX512_tile
+	VZEROUPPER
+	RET
+
+// func q5_0RowsAVX512(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
+TEXT ·q5_0RowsAVX512(SB), NOSPLIT, $56-112
+	MOVQ         cstride+24(FP), AX
+	MOVQ         sstride+40(FP), CX
+	MOVQ         hstride+32(FP), DX
+	MOVQ         a+48(FP), BX
+	MOVQ         d+56(FP), SI
+	MOVQ         s+64(FP), DI
+	MOVQ         np+72(FP), R8
+	SHLQ         $0x03, R8
+	MOVL         $0x00000002, R9
+	KMOVW        R9, K1
+	MOVL         $0x00000004, R9
+	KMOVW        R9, K2
+	MOVL         $0x00000008, R9
+	KMOVW        R9, K3
+	VMOVDQU64    idxRed<>+0(SB), Z0
+	VMOVDQU64    idx01<>+0(SB), Y1
+	VMOVDQU64    idxT<>+0(SB), Y2
+	VMOVDQU64    idxRed8<>+0(SB), Z3
+	VMOVDQU64    idxST8<>+0(SB), Z4
+	VMOVDQU64    idxB8<>+0(SB), Z5
+	VPBROADCASTD c0Fx4<>+0(SB), Z6
+	VMOVDQU64    hShufZ<>+0(SB), Z7
+	VPBROADCASTD c10x4<>+0(SB), Z9
+	VMOVDQU64    hBitLo<>+0(SB), Z8
+	VMOVDQU64    hBitHi<>+0(SB), Z10
+	MOVL         $0x000000f0, R9
+	KMOVW        R9, K4
+	MOVQ         $0x00000000, 40(SP)
+
+q5_0RowsAVX512_tile:
+	MOVQ codes+0(FP), R9
+	MOVQ R9, (SP)
+	MOVQ scales+16(FP), R9
+	MOVQ R9, 8(SP)
+	MOVQ high+8(FP), R9
+	MOVQ R9, 16(SP)
+	MOVQ rows+88(FP), R9
+	MOVQ R9, 24(SP)
+	MOVQ y+80(FP), R9
+	MOVQ R9, 32(SP)
+	MOVQ codes+0(FP), R9
+	ADDQ $0x00000800, R9
+	MOVQ R9, 48(SP)
+
+q5_0RowsAVX512_rows8:
+	CMPQ   24(SP), $0x08
+	JL     q5_0RowsAVX512_rows4
+	MOVQ   (SP), R9
+	MOVQ   8(SP), R10
+	MOVQ   16(SP), R11
+	XORQ   R12, R12
+	VXORPS Y11, Y11, Y11
+
+q5_0RowsAVX512_rows8_pair:
+	MOVQ            48(SP), R13
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	PREFETCHT0      128(R13)
+	PREFETCHT0      192(R13)
+	ADDQ            $0x00000100, R13
+	MOVQ            R13, 48(SP)
+	LEAQ            (R9)(AX*2), R13
+	LEAQ            (R9)(AX*4), R14
+	LEAQ            (R14)(AX*2), R15
+	VBROADCASTI64X4 (BX)(R12*8), Z12
+	VBROADCASTI64X4 32(BX)(R12*8), Z13
+	VMOVDQU64       (R9), Y14
+	VINSERTI64X4    $0x01, (R9)(AX*1), Z14, Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z6, Z14, Z14
+	VPANDD          Z6, Z15, Z15
+	VPBROADCASTQ    (R11), Z16
+	VPBROADCASTQ    (R11)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z14, K5, Z14
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z17, Z17, Z17
+	VPDPBUSD        Z12, Z14, Z17
+	VPDPBUSD        Z13, Z15, Z17
+	VMOVDQU64       (R9)(AX*2), Y18
+	VINSERTI64X4    $0x01, (R13)(AX*1), Z18, Z18
+	VPSRLW          $0x04, Z18, Z15
+	VPANDD          Z6, Z18, Z18
+	VPANDD          Z6, Z15, Z15
+	VPBROADCASTQ    (R11)(DX*2), Z16
+	LEAQ            (R11)(DX*2), R13
+	VPBROADCASTQ    (R13)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z18, K5, Z18
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z19, Z19, Z19
+	VPDPBUSD        Z12, Z18, Z19
+	VPDPBUSD        Z13, Z15, Z19
+	VMOVDQU64       (R14), Y20
+	VINSERTI64X4    $0x01, (R14)(AX*1), Z20, Z20
+	VPSRLW          $0x04, Z20, Z15
+	VPANDD          Z6, Z20, Z20
+	VPANDD          Z6, Z15, Z15
+	LEAQ            (R11)(DX*4), R13
+	VPBROADCASTQ    (R13), Z16
+	LEAQ            (R11)(DX*4), R13
+	VPBROADCASTQ    (R13)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z20, K5, Z20
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z21, Z21, Z21
+	VPDPBUSD        Z12, Z20, Z21
+	VPDPBUSD        Z13, Z15, Z21
+	VMOVDQU64       (R14)(AX*2), Y22
+	VINSERTI64X4    $0x01, (R15)(AX*1), Z22, Z22
+	VPSRLW          $0x04, Z22, Z15
+	VPANDD          Z6, Z22, Z22
+	VPANDD          Z6, Z15, Z15
+	LEAQ            (R11)(DX*4), R13
+	VPBROADCASTQ    (R13)(DX*2), Z16
+	LEAQ            (R11)(DX*4), R13
+	LEAQ            (R13)(DX*2), R13
+	VPBROADCASTQ    (R13)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z22, K5, Z22
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z23, Z23, Z23
+	VPDPBUSD        Z12, Z22, Z23
+	VPDPBUSD        Z13, Z15, Z23
+	VPUNPCKLDQ      Z19, Z17, Z12
+	VPUNPCKHDQ      Z19, Z17, Z13
+	VPADDD          Z13, Z12, Z12
+	VPSHUFD         $0x4e, Z12, Z13
+	VPADDD          Z13, Z12, Z12
+	VPUNPCKLDQ      Z23, Z21, Z13
+	VPUNPCKHDQ      Z23, Z21, Z15
+	VPADDD          Z15, Z13, Z13
+	VPSHUFD         $0x4e, Z13, Z15
+	VPADDD          Z15, Z13, Z13
+	VPERMT2D        Z13, Z3, Z12
+	VMOVQ           (DI)(R12*1), X24
+	VPERMD          Z24, Z5, Z13
+	VPSLLD          $0x04, Z13, Z13
+	VPSUBD          Z13, Z12, Z12
+	VCVTDQ2PS       Z12, Z12
+	LEAQ            (R10)(CX*4), R13
+	VMOVD           (R13), X13
+	VPBROADCASTD    (R13)(CX*1), K1, X13
+	VPBROADCASTD    (R13)(CX*2), K2, X13
+	LEAQ            (R13)(CX*2), R13
+	VPBROADCASTD    (R13)(CX*1), K3, X13
+	VMOVD           (R10), X24
+	VPBROADCASTD    (R10)(CX*1), K1, X24
+	VPBROADCASTD    (R10)(CX*2), K2, X24
+	LEAQ            (R10)(CX*2), R13
+	VPBROADCASTD    (R13)(CX*1), K3, X24
+	VINSERTI32X4    $0x01, X13, Y24, Y13
+	VCVTPH2PS       Y13, Z13
+	VPERMPS         Z13, Z4, Z13
+	VMOVQ           (SI)(R12*1), X24
+	VPERMD          Z24, Z5, Z15
+	VMULPS          Z15, Z13, Z13
+	VMULPS          Z13, Z12, Z12
+	VADDPS          Y12, Y11, Y11
+	VEXTRACTF64X4   $0x01, Z12, Y12
+	VADDPS          Y12, Y11, Y11
+	ADDQ            $0x20, R9
+	ADDQ            $0x04, R10
+	ADDQ            $0x08, R11
+	ADDQ            $0x08, R12
+	CMPQ            R12, R8
+	JL              q5_0RowsAVX512_rows8_pair
+	MOVQ            32(SP), R9
+	CMPQ            40(SP), $0x00
+	JE              q5_0RowsAVX512_rows8_store
+	VADDPS          (R9), Y11, Y11
+
+q5_0RowsAVX512_rows8_store:
+	VMOVUPS Y11, (R9)
+	ADDQ    $0x20, R9
+	MOVQ    R9, 32(SP)
+	MOVQ    (SP), R9
+	LEAQ    (R9)(AX*8), R9
+	MOVQ    R9, (SP)
+	MOVQ    8(SP), R9
+	LEAQ    (R9)(CX*8), R9
+	MOVQ    R9, 8(SP)
+	MOVQ    16(SP), R9
+	LEAQ    (R9)(DX*8), R9
+	MOVQ    R9, 16(SP)
+	SUBQ    $0x08, 24(SP)
+	JMP     q5_0RowsAVX512_rows8
+
+q5_0RowsAVX512_rows4:
+	CMPQ   24(SP), $0x04
+	JL     q5_0RowsAVX512_rowsdone
+	MOVQ   (SP), R9
+	MOVQ   8(SP), R10
+	MOVQ   16(SP), R11
+	XORQ   R12, R12
+	VXORPS X14, X14, X14
+
+q5_0RowsAVX512_rows4_pair:
+	MOVQ            48(SP), R13
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	ADDQ            $0x00000080, R13
+	MOVQ            R13, 48(SP)
+	LEAQ            (R9)(AX*2), R13
+	VBROADCASTI64X4 (BX)(R12*8), Z12
+	VBROADCASTI64X4 32(BX)(R12*8), Z13
+	VMOVDQU64       (R9), Y11
+	VINSERTI64X4    $0x01, (R9)(AX*1), Z11, Z11
+	VPSRLW          $0x04, Z11, Z15
+	VPANDD          Z6, Z11, Z11
+	VPANDD          Z6, Z15, Z15
+	VPBROADCASTQ    (R11), Z16
+	VPBROADCASTQ    (R11)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z11, K5, Z11
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z25, Z25, Z25
+	VPDPBUSD        Z12, Z11, Z25
+	VPDPBUSD        Z13, Z15, Z25
+	VMOVDQU64       (R9)(AX*2), Y27
+	VINSERTI64X4    $0x01, (R13)(AX*1), Z27, Z27
+	VPSRLW          $0x04, Z27, Z15
+	VPANDD          Z6, Z27, Z27
+	VPANDD          Z6, Z15, Z15
+	VPBROADCASTQ    (R11)(DX*2), Z16
+	LEAQ            (R11)(DX*2), R13
+	VPBROADCASTQ    (R13)(DX*1), K4, Z16
+	VPSHUFB         Z7, Z16, Z16
+	VPTESTMB        Z8, Z16, K5
+	VPADDB          Z9, Z27, K5, Z27
+	VPTESTMB        Z10, Z16, K5
+	VPADDB          Z9, Z15, K5, Z15
+	VPXORD          Z26, Z26, Z26
+	VPDPBUSD        Z12, Z27, Z26
+	VPDPBUSD        Z13, Z15, Z26
+	VPUNPCKLDQ      Z26, Z25, Z12
+	VPUNPCKHDQ      Z26, Z25, Z13
+	VPADDD          Z13, Z12, Z12
+	VPSHUFD         $0x4e, Z12, Z13
+	VPADDD          Z13, Z12, Z12
+	VPERMD          Z12, Z0, Z12
+	VMOVQ           (DI)(R12*1), X24
+	VPERMD          Y24, Y1, Y11
+	VPSLLD          $0x04, Y11, Y11
+	VPSUBD          Y11, Y12, Y12
+	VCVTDQ2PS       Y12, Y11
+	VMOVD           (R10), X12
+	VPBROADCASTD    (R10)(CX*1), K1, X12
+	VPBROADCASTD    (R10)(CX*2), K2, X12
+	LEAQ            (R10)(CX*2), R13
+	VPBROADCASTD    (R13)(CX*1), K3, X12
+	VCVTPH2PS       X12, Y12
+	VPERMPS         Y12, Y2, Y12
+	VMOVQ           (SI)(R12*1), X24
+	VPERMD          Y24, Y1, Y13
+	VMULPS          Y13, Y12, Y12
+	VMULPS          Y12, Y11, Y11
+	VADDPS          X11, X14, X14
+	VEXTRACTF128    $0x01, Y11, X11
+	VADDPS          X11, X14, X14
+	ADDQ            $0x20, R9
+	ADDQ            $0x04, R10
+	ADDQ            $0x08, R11
+	ADDQ            $0x08, R12
+	CMPQ            R12, R8
+	JL              q5_0RowsAVX512_rows4_pair
+	MOVQ            32(SP), R9
+	CMPQ            40(SP), $0x00
+	JE              q5_0RowsAVX512_rows4_store
+	VADDPS          (R9), X14, X14
+
+q5_0RowsAVX512_rows4_store:
+	VMOVUPS X14, (R9)
+	ADDQ    $0x10, R9
+	MOVQ    R9, 32(SP)
+	MOVQ    (SP), R9
+	LEAQ    (R9)(AX*4), R9
+	MOVQ    R9, (SP)
+	MOVQ    8(SP), R9
+	LEAQ    (R9)(CX*4), R9
+	MOVQ    R9, 8(SP)
+	MOVQ    16(SP), R9
+	LEAQ    (R9)(DX*4), R9
+	MOVQ    R9, 16(SP)
+	SUBQ    $0x04, 24(SP)
+	JMP     q5_0RowsAVX512_rows4
+
+q5_0RowsAVX512_rowsdone:
+	MOVQ codes+0(FP), R9
+	ADDQ tstride+104(FP), R9
+	MOVQ R9, codes+0(FP)
+	MOVQ scales+16(FP), R9
+	ADDQ tstride+104(FP), R9
+	MOVQ R9, scales+16(FP)
+	MOVQ high+8(FP), R9
+	ADDQ tstride+104(FP), R9
+	MOVQ R9, high+8(FP)
+	LEAQ (BX)(R8*8), BX
+	ADDQ R8, SI
+	ADDQ R8, DI
+	MOVQ $0x00000001, 40(SP)
+	DECQ tiles+96(FP)
+	JNZ  q5_0RowsAVX512_tile
+	VZEROUPPER
+	RET
+
+// func q4_KRowsAVX512(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
+TEXT ·q4_KRowsAVX512(SB), NOSPLIT, $64-112
+	MOVQ         cstride+24(FP), AX
+	MOVQ         mstride+32(FP), CX
+	MOVQ         dstride+40(FP), DX
+	VPBROADCASTD c0Fx4<>+0(SB), Z0
+	VMOVDQU64    scMaskZ0<>+0(SB), Z1
+	VMOVDQU64    scMaskZ1<>+0(SB), Z2
+	MOVL         $0x00000002, BX
+	KMOVW        BX, K1
+	MOVL         $0x00000004, BX
+	KMOVW        BX, K2
+	MOVL         $0x00000008, BX
+	KMOVW        BX, K3
+	VMOVDQU64    mMask<>+0(SB), X3
+	VMOVDQU64    idxT<>+0(SB), Y4
+	MOVQ         $0x00000000, 48(SP)
+
+q4_KRowsAVX512_tile:
+	MOVQ codes+0(FP), BX
+	MOVQ BX, 8(SP)
+	MOVQ sm+8(FP), BX
+	MOVQ BX, 16(SP)
+	MOVQ dm+16(FP), BX
+	MOVQ BX, 24(SP)
+	MOVQ rows+88(FP), BX
+	MOVQ BX, 32(SP)
+	MOVQ y+80(FP), BX
+	MOVQ BX, 40(SP)
+	MOVQ codes+0(FP), BX
+	ADDQ $0x00000800, BX
+	MOVQ BX, 56(SP)
+
+q4_KRowsAVX512_rows:
+	CMPQ   32(SP), $0x04
+	JL     q4_KRowsAVX512_rowsdone
+	MOVQ   8(SP), BX
+	MOVQ   16(SP), SI
+	MOVQ   24(SP), DI
+	MOVQ   a+48(FP), R8
+	MOVQ   d+56(FP), R9
+	MOVQ   bp+64(FP), R10
+	MOVQ   nsb+72(FP), R11
+	MOVQ   R11, (SP)
+	VXORPS X5, X5, X5
+
+q4_KRowsAVX512_sb:
+	MOVQ            56(SP), R11
+	PREFETCHT0      (R11)
+	PREFETCHT0      64(R11)
+	PREFETCHT0      128(R11)
+	PREFETCHT0      192(R11)
+	PREFETCHT0      256(R11)
+	PREFETCHT0      320(R11)
+	PREFETCHT0      384(R11)
+	PREFETCHT0      448(R11)
+	ADDQ            $0x00000200, R11
+	MOVQ            R11, 56(SP)
+	VMOVDQU64       (R8), Y6
+	VINSERTI64X4    $0x01, 64(R8), Z6, Z6
+	VMOVDQU64       32(R8), Y7
+	VINSERTI64X4    $0x01, 96(R8), Z7, Z7
+	VMOVDQU64       128(R8), Y8
+	VINSERTI64X4    $0x01, 192(R8), Z8, Z8
+	VMOVDQU64       160(R8), Y9
+	VINSERTI64X4    $0x01, 224(R8), Z9, Z9
+	LEAQ            (BX)(AX*2), R11
+	LEAQ            (SI)(CX*2), R12
+	VBROADCASTI32X4 (SI), Z10
+	VMOVDQU64       (BX), Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z0, Z11, Z11
+	VPANDD          Z0, Z12, Z12
+	VPMADDUBSW      Z6, Z11, Z11
+	VPMADDUBSW      Z7, Z12, Z12
+	VPADDW          Z12, Z11, Z11
+	VPSHUFB         Z1, Z10, Z12
+	VPMADDWD        Z12, Z11, Z11
+	VMOVDQU64       64(BX), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z0, Z12, Z12
+	VPANDD          Z0, Z13, Z13
+	VPMADDUBSW      Z8, Z12, Z12
+	VPMADDUBSW      Z9, Z13, Z13
+	VPADDW          Z13, Z12, Z12
+	VPSHUFB         Z2, Z10, Z10
+	VPDPWSSD        Z10, Z12, Z11
+	VBROADCASTI32X4 (SI)(CX*1), Z10
+	VMOVDQU64       (BX)(AX*1), Z12
+	VPSRLW          $0x04, Z12, Z13
+	VPANDD          Z0, Z12, Z12
+	VPANDD          Z0, Z13, Z13
+	VPMADDUBSW      Z6, Z12, Z12
+	VPMADDUBSW      Z7, Z13, Z13
+	VPADDW          Z13, Z12, Z12
+	VPSHUFB         Z1, Z10, Z13
+	VPMADDWD        Z13, Z12, Z12
+	VMOVDQU64       64(BX)(AX*1), Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VPMADDUBSW      Z8, Z13, Z13
+	VPMADDUBSW      Z9, Z14, Z14
+	VPADDW          Z14, Z13, Z13
+	VPSHUFB         Z2, Z10, Z10
+	VPDPWSSD        Z10, Z13, Z12
+	VBROADCASTI32X4 (SI)(CX*2), Z10
+	VMOVDQU64       (BX)(AX*2), Z13
+	VPSRLW          $0x04, Z13, Z14
+	VPANDD          Z0, Z13, Z13
+	VPANDD          Z0, Z14, Z14
+	VPMADDUBSW      Z6, Z13, Z13
+	VPMADDUBSW      Z7, Z14, Z14
+	VPADDW          Z14, Z13, Z13
+	VPSHUFB         Z1, Z10, Z14
+	VPMADDWD        Z14, Z13, Z13
+	VMOVDQU64       64(BX)(AX*2), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z0, Z14, Z14
+	VPANDD          Z0, Z15, Z15
+	VPMADDUBSW      Z8, Z14, Z14
+	VPMADDUBSW      Z9, Z15, Z15
+	VPADDW          Z15, Z14, Z14
+	VPSHUFB         Z2, Z10, Z10
+	VPDPWSSD        Z10, Z14, Z13
+	VBROADCASTI32X4 (R12)(CX*1), Z10
+	VMOVDQU64       (R11)(AX*1), Z14
+	VPSRLW          $0x04, Z14, Z15
+	VPANDD          Z0, Z14, Z14
+	VPANDD          Z0, Z15, Z15
+	VPMADDUBSW      Z6, Z14, Z14
+	VPMADDUBSW      Z7, Z15, Z15
+	VPADDW          Z15, Z14, Z14
+	VPSHUFB         Z1, Z10, Z15
+	VPMADDWD        Z15, Z14, Z14
+	VMOVDQU64       64(R11)(AX*1), Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z0, Z15, Z15
+	VPANDD          Z0, Z16, Z16
+	VPMADDUBSW      Z8, Z15, Z15
+	VPMADDUBSW      Z9, Z16, Z16
+	VPADDW          Z16, Z15, Z15
+	VPSHUFB         Z2, Z10, Z10
+	VPDPWSSD        Z10, Z15, Z14
+	VPUNPCKLDQ      Z12, Z11, Z10
+	VPUNPCKHDQ      Z12, Z11, Z11
+	VPADDD          Z11, Z10, Z10
+	VPUNPCKLDQ      Z14, Z13, Z12
+	VPUNPCKHDQ      Z14, Z13, Z11
+	VPADDD          Z11, Z12, Z12
+	VPUNPCKHQDQ     Z12, Z10, Z11
+	VPUNPCKLQDQ     Z12, Z10, Z10
+	VPADDD          Z11, Z10, Z10
+	VEXTRACTI64X4   $0x01, Z10, Y6
+	VPADDD          Y6, Y10, Y6
+	VEXTRACTI128    $0x01, Y6, X7
+	VPADDD          X7, X6, X7
+	VMOVDQU64       (SI), X6
+	VPSHUFB         X3, X6, X6
+	VPMADDWD        (R10), X6, X6
+	VMOVDQU64       (SI)(CX*1), X8
+	VPSHUFB         X3, X8, X8
+	VPMADDWD        (R10), X8, X8
+	VMOVDQU64       (SI)(CX*2), X9
+	VPSHUFB         X3, X9, X9
+	VPMADDWD        (R10), X9, X9
+	VMOVDQU64       (R12)(CX*1), X10
+	VPSHUFB         X3, X10, X10
+	VPMADDWD        (R10), X10, X10
+	VPUNPCKLDQ      X8, X6, X11
+	VPUNPCKHDQ      X8, X6, X6
+	VPADDD          X6, X11, X11
+	VPUNPCKLDQ      X10, X9, X6
+	VPUNPCKHDQ      X10, X9, X8
+	VPADDD          X8, X6, X6
+	VPUNPCKHQDQ     X6, X11, X8
+	VPUNPCKLQDQ     X6, X11, X11
+	VPADDD          X8, X11, X11
+	VMOVD           (DI), X6
+	VPBROADCASTD    (DI)(DX*1), K1, X6
+	VPBROADCASTD    (DI)(DX*2), K2, X6
+	LEAQ            (DI)(DX*2), R11
+	VPBROADCASTD    (R11)(DX*1), K3, X6
+	VCVTPH2PS       X6, Y6
+	VPERMPS         Y6, Y4, Y6
+	VBROADCASTSS    (R9), Y8
+	VMULPS          Y8, Y6, Y6
+	VCVTDQ2PS       X7, X7
+	VCVTDQ2PS       X11, X8
+	VMULPS          X6, X7, X7
+	VEXTRACTF128    $0x01, Y6, X6
+	VMULPS          X6, X8, X8
+	VSUBPS          X8, X7, X7
+	VADDPS          X7, X5, X5
+	ADDQ            $0x80, BX
+	ADDQ            $0x10, SI
+	ADDQ            $0x04, DI
+	ADDQ            $0x00000100, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x10, R10
+	DECQ            (SP)
+	JNZ             q4_KRowsAVX512_sb
+	MOVQ            40(SP), BX
+	CMPQ            48(SP), $0x00
+	JE              q4_KRowsAVX512_store
+	VADDPS          (BX), X5, X5
+
+q4_KRowsAVX512_store:
+	VMOVUPS X5, (BX)
+	ADDQ    $0x10, BX
+	MOVQ    BX, 40(SP)
+	MOVQ    8(SP), BX
+	LEAQ    (BX)(AX*4), BX
+	MOVQ    BX, 8(SP)
+	MOVQ    16(SP), BX
+	LEAQ    (BX)(CX*4), BX
+	MOVQ    BX, 16(SP)
+	MOVQ    24(SP), BX
+	LEAQ    (BX)(DX*4), BX
+	MOVQ    BX, 24(SP)
+	SUBQ    $0x04, 32(SP)
+	JMP     q4_KRowsAVX512_rows
+
+q4_KRowsAVX512_rowsdone:
+	MOVQ codes+0(FP), BX
+	ADDQ tstride+104(FP), BX
+	MOVQ BX, codes+0(FP)
+	MOVQ sm+8(FP), BX
+	ADDQ tstride+104(FP), BX
+	MOVQ BX, sm+8(FP)
+	MOVQ dm+16(FP), BX
+	ADDQ tstride+104(FP), BX
+	MOVQ BX, dm+16(FP)
+	MOVQ nsb+72(FP), BX
+	MOVQ BX, SI
+	SHLQ $0x02, SI
+	MOVQ d+56(FP), DI
+	ADDQ SI, DI
+	MOVQ DI, d+56(FP)
+	SHLQ $0x02, SI
+	MOVQ bp+64(FP), DI
+	ADDQ SI, DI
+	MOVQ DI, bp+64(FP)
+	SHLQ $0x08, BX
+	MOVQ a+48(FP), SI
+	ADDQ BX, SI
+	MOVQ SI, a+48(FP)
+	MOVQ $0x00000001, 48(SP)
+	DECQ tiles+96(FP)
+	JNZ  q4_KRowsAVX512_tile
+	VZEROUPPER
+	RET
+
+// func q5_KRowsAVX512(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C, MMX+
+TEXT ·q5_KRowsAVX512(SB), NOSPLIT, $72-128
+	MOVQ         cstride+32(FP), AX
+	MOVQ         mstride+48(FP), CX
+	MOVQ         dstride+56(FP), DX
+	MOVQ         hstride+40(FP), BX
+	VMOVDQU64    hShufKZ<>+0(SB), Z0
+	VPBROADCASTD c10x4<>+0(SB), Z2
+	VMOVDQU64    hBitLo<>+0(SB), Z1
+	VMOVDQU64    hBitHi<>+0(SB), Z3
+	MOVL         $0x000000f0, SI
+	KMOVW        SI, K1
+	VPBROADCASTD c0Fx4<>+0(SB), Z4
+	VMOVDQU64    scMaskZ0<>+0(SB), Z5
+	VMOVDQU64    scMaskZ1<>+0(SB), Z6
+	MOVL         $0x00000002, SI
+	KMOVW        SI, K1
+	MOVL         $0x00000004, SI
+	KMOVW        SI, K2
+	MOVL         $0x00000008, SI
+	KMOVW        SI, K3
+	VMOVDQU64    mMask<>+0(SB), X7
+	VMOVDQU64    idxT<>+0(SB), Y8
+	MOVQ         $0x00000000, 56(SP)
+
+q5_KRowsAVX512_tile:
+	MOVQ codes+0(FP), SI
+	MOVQ SI, 8(SP)
+	MOVQ sm+16(FP), SI
+	MOVQ SI, 16(SP)
+	MOVQ dm+24(FP), SI
+	MOVQ SI, 24(SP)
+	MOVQ high+8(FP), SI
+	MOVQ SI, 32(SP)
+	MOVQ rows+104(FP), SI
+	MOVQ SI, 40(SP)
+	MOVQ y+96(FP), SI
+	MOVQ SI, 48(SP)
+	MOVQ codes+0(FP), SI
+	ADDQ $0x00000800, SI
+	MOVQ SI, 64(SP)
+
+q5_KRowsAVX512_rows:
+	CMPQ   40(SP), $0x04
+	JL     q5_KRowsAVX512_rowsdone
+	MOVQ   8(SP), SI
+	MOVQ   16(SP), DI
+	MOVQ   24(SP), R8
+	MOVQ   32(SP), R9
+	MOVQ   a+64(FP), R10
+	MOVQ   d+72(FP), R11
+	MOVQ   bp+80(FP), R12
+	MOVQ   nsb+88(FP), R13
+	MOVQ   R13, (SP)
+	VXORPS X9, X9, X9
+
+q5_KRowsAVX512_sb:
+	MOVQ            64(SP), R13
+	PREFETCHT0      (R13)
+	PREFETCHT0      64(R13)
+	PREFETCHT0      128(R13)
+	PREFETCHT0      192(R13)
+	PREFETCHT0      256(R13)
+	PREFETCHT0      320(R13)
+	PREFETCHT0      384(R13)
+	PREFETCHT0      448(R13)
+	ADDQ            $0x00000200, R13
+	MOVQ            R13, 64(SP)
+	VMOVDQU64       (R10), Y10
+	VINSERTI64X4    $0x01, 64(R10), Z10, Z10
+	VMOVDQU64       32(R10), Y11
+	VINSERTI64X4    $0x01, 96(R10), Z11, Z11
+	VMOVDQU64       128(R10), Y12
+	VINSERTI64X4    $0x01, 192(R10), Z12, Z12
+	VMOVDQU64       160(R10), Y13
+	VINSERTI64X4    $0x01, 224(R10), Z13, Z13
+	LEAQ            (SI)(AX*2), R13
+	LEAQ            (DI)(CX*2), R14
+	LEAQ            (R9)(BX*2), R15
+	VBROADCASTI32X4 (DI), Z14
+	VMOVDQU64       (SI), Z15
+	VPSRLW          $0x04, Z15, Z16
+	VPANDD          Z4, Z15, Z15
+	VPANDD          Z4, Z16, Z16
+	VBROADCASTI32X4 (R9), Z17
+	VPSHUFB         Z0, Z17, Z17
+	VPTESTMB        Z1, Z17, K4
+	VPADDB          Z2, Z15, K4, Z15
+	VPTESTMB        Z3, Z17, K4
+	VPADDB          Z2, Z16, K4, Z16
+	VPMADDUBSW      Z10, Z15, Z15
+	VPMADDUBSW      Z11, Z16, Z16
+	VPADDW          Z16, Z15, Z15
+	VPSHUFB         Z5, Z14, Z16
+	VPMADDWD        Z16, Z15, Z15
+	VMOVDQU64       64(SI), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z4, Z16, Z16
+	VPANDD          Z4, Z17, Z17
+	VBROADCASTI32X4 16(R9), Z18
+	VPSHUFB         Z0, Z18, Z18
+	VPTESTMB        Z1, Z18, K4
+	VPADDB          Z2, Z16, K4, Z16
+	VPTESTMB        Z3, Z18, K4
+	VPADDB          Z2, Z17, K4, Z17
+	VPMADDUBSW      Z12, Z16, Z16
+	VPMADDUBSW      Z13, Z17, Z17
+	VPADDW          Z17, Z16, Z16
+	VPSHUFB         Z6, Z14, Z14
+	VPDPWSSD        Z14, Z16, Z15
+	VBROADCASTI32X4 (DI)(CX*1), Z14
+	VMOVDQU64       (SI)(AX*1), Z16
+	VPSRLW          $0x04, Z16, Z17
+	VPANDD          Z4, Z16, Z16
+	VPANDD          Z4, Z17, Z17
+	VBROADCASTI32X4 (R9)(BX*1), Z18
+	VPSHUFB         Z0, Z18, Z18
+	VPTESTMB        Z1, Z18, K4
+	VPADDB          Z2, Z16, K4, Z16
+	VPTESTMB        Z3, Z18, K4
+	VPADDB          Z2, Z17, K4, Z17
+	VPMADDUBSW      Z10, Z16, Z16
+	VPMADDUBSW      Z11, Z17, Z17
+	VPADDW          Z17, Z16, Z16
+	VPSHUFB         Z5, Z14, Z17
+	VPMADDWD        Z17, Z16, Z16
+	VMOVDQU64       64(SI)(AX*1), Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z4, Z17, Z17
+	VPANDD          Z4, Z18, Z18
+	VBROADCASTI32X4 16(R9)(BX*1), Z19
+	VPSHUFB         Z0, Z19, Z19
+	VPTESTMB        Z1, Z19, K4
+	VPADDB          Z2, Z17, K4, Z17
+	VPTESTMB        Z3, Z19, K4
+	VPADDB          Z2, Z18, K4, Z18
+	VPMADDUBSW      Z12, Z17, Z17
+	VPMADDUBSW      Z13, Z18, Z18
+	VPADDW          Z18, Z17, Z17
+	VPSHUFB         Z6, Z14, Z14
+	VPDPWSSD        Z14, Z17, Z16
+	VBROADCASTI32X4 (DI)(CX*2), Z14
+	VMOVDQU64       (SI)(AX*2), Z17
+	VPSRLW          $0x04, Z17, Z18
+	VPANDD          Z4, Z17, Z17
+	VPANDD          Z4, Z18, Z18
+	VBROADCASTI32X4 (R9)(BX*2), Z19
+	VPSHUFB         Z0, Z19, Z19
+	VPTESTMB        Z1, Z19, K4
+	VPADDB          Z2, Z17, K4, Z17
+	VPTESTMB        Z3, Z19, K4
+	VPADDB          Z2, Z18, K4, Z18
+	VPMADDUBSW      Z10, Z17, Z17
+	VPMADDUBSW      Z11, Z18, Z18
+	VPADDW          Z18, Z17, Z17
+	VPSHUFB         Z5, Z14, Z18
+	VPMADDWD        Z18, Z17, Z17
+	VMOVDQU64       64(SI)(AX*2), Z18
+	VPSRLW          $0x04, Z18, Z19
+	VPANDD          Z4, Z18, Z18
+	VPANDD          Z4, Z19, Z19
+	VBROADCASTI32X4 16(R9)(BX*2), Z20
+	VPSHUFB         Z0, Z20, Z20
+	VPTESTMB        Z1, Z20, K4
+	VPADDB          Z2, Z18, K4, Z18
+	VPTESTMB        Z3, Z20, K4
+	VPADDB          Z2, Z19, K4, Z19
+	VPMADDUBSW      Z12, Z18, Z18
+	VPMADDUBSW      Z13, Z19, Z19
+	VPADDW          Z19, Z18, Z18
+	VPSHUFB         Z6, Z14, Z14
+	VPDPWSSD        Z14, Z18, Z17
+	VBROADCASTI32X4 (R14)(CX*1), Z14
+	VMOVDQU64       (R13)(AX*1), Z18
+	VPSRLW          $0x04, Z18, Z19
+	VPANDD          Z4, Z18, Z18
+	VPANDD          Z4, Z19, Z19
+	VBROADCASTI32X4 (R15)(BX*1), Z20
+	VPSHUFB         Z0, Z20, Z20
+	VPTESTMB        Z1, Z20, K4
+	VPADDB          Z2, Z18, K4, Z18
+	VPTESTMB        Z3, Z20, K4
+	VPADDB          Z2, Z19, K4, Z19
+	VPMADDUBSW      Z10, Z18, Z18
+	VPMADDUBSW      Z11, Z19, Z19
+	VPADDW          Z19, Z18, Z18
+	VPSHUFB         Z5, Z14, Z19
+	VPMADDWD        Z19, Z18, Z18
+	VMOVDQU64       64(R13)(AX*1), Z19
+	VPSRLW          $0x04, Z19, Z20
+	VPANDD          Z4, Z19, Z19
+	VPANDD          Z4, Z20, Z20
+	VBROADCASTI32X4 16(R15)(BX*1), Z21
+	VPSHUFB         Z0, Z21, Z21
+	VPTESTMB        Z1, Z21, K4
+	VPADDB          Z2, Z19, K4, Z19
+	VPTESTMB        Z3, Z21, K4
+	VPADDB          Z2, Z20, K4, Z20
+	VPMADDUBSW      Z12, Z19, Z19
+	VPMADDUBSW      Z13, Z20, Z20
+	VPADDW          Z20, Z19, Z19
+	VPSHUFB         Z6, Z14, Z14
+	VPDPWSSD        Z14, Z19, Z18
+	VPUNPCKLDQ      Z16, Z15, Z14
+	VPUNPCKHDQ      Z16, Z15, Z15
+	VPADDD          Z15, Z14, Z14
+	VPUNPCKLDQ      Z18, Z17, Z16
+	VPUNPCKHDQ      Z18, Z17, Z15
+	VPADDD          Z15, Z16, Z16
+	VPUNPCKHQDQ     Z16, Z14, Z15
+	VPUNPCKLQDQ     Z16, Z14, Z14
+	VPADDD          Z15, Z14, Z14
+	VEXTRACTI64X4   $0x01, Z14, Y10
+	VPADDD          Y10, Y14, Y10
+	VEXTRACTI128    $0x01, Y10, X11
+	VPADDD          X11, X10, X11
+	VMOVDQU64       (DI), X10
+	VPSHUFB         X7, X10, X10
+	VPMADDWD        (R12), X10, X10
+	VMOVDQU64       (DI)(CX*1), X12
+	VPSHUFB         X7, X12, X12
+	VPMADDWD        (R12), X12, X12
+	VMOVDQU64       (DI)(CX*2), X13
+	VPSHUFB         X7, X13, X13
+	VPMADDWD        (R12), X13, X13
+	VMOVDQU64       (R14)(CX*1), X14
+	VPSHUFB         X7, X14, X14
+	VPMADDWD        (R12), X14, X14
+	VPUNPCKLDQ      X12, X10, X15
+	VPUNPCKHDQ      X12, X10, X10
+	VPADDD          X10, X15, X15
+	VPUNPCKLDQ      X14, X13, X10
+	VPUNPCKHDQ      X14, X13, X12
+	VPADDD          X12, X10, X10
+	VPUNPCKHQDQ     X10, X15, X12
+	VPUNPCKLQDQ     X10, X15, X15
+	VPADDD          X12, X15, X15
+	VMOVD           (R8), X10
+	VPBROADCASTD    (R8)(DX*1), K1, X10
+	VPBROADCASTD    (R8)(DX*2), K2, X10
+	LEAQ            (R8)(DX*2), R13
+	VPBROADCASTD    (R13)(DX*1), K3, X10
+	VCVTPH2PS       X10, Y10
+	VPERMPS         Y10, Y8, Y10
+	VBROADCASTSS    (R11), Y12
+	VMULPS          Y12, Y10, Y10
+	VCVTDQ2PS       X11, X11
+	VCVTDQ2PS       X15, X12
+	VMULPS          X10, X11, X11
+	VEXTRACTF128    $0x01, Y10, X10
+	VMULPS          X10, X12, X12
+	VSUBPS          X12, X11, X11
+	VADDPS          X11, X9, X9
+	ADDQ            $0x80, SI
+	ADDQ            $0x20, R9
+	ADDQ            $0x10, DI
+	ADDQ            $0x04, R8
+	ADDQ            $0x00000100, R10
+	ADDQ            $0x04, R11
+	ADDQ            $0x10, R12
+	DECQ            (SP)
+	JNZ             q5_KRowsAVX512_sb
+	MOVQ            48(SP), SI
+	CMPQ            56(SP), $0x00
+	JE              q5_KRowsAVX512_store
+	VADDPS          (SI), X9, X9
+
+q5_KRowsAVX512_store:
+	VMOVUPS X9, (SI)
+	ADDQ    $0x10, SI
+	MOVQ    SI, 48(SP)
+	MOVQ    8(SP), SI
+	LEAQ    (SI)(AX*4), SI
+	MOVQ    SI, 8(SP)
+	MOVQ    16(SP), SI
+	LEAQ    (SI)(CX*4), SI
+	MOVQ    SI, 16(SP)
+	MOVQ    24(SP), SI
+	LEAQ    (SI)(DX*4), SI
+	MOVQ    SI, 24(SP)
+	MOVQ    32(SP), SI
+	LEAQ    (SI)(BX*4), SI
+	MOVQ    SI, 32(SP)
+	SUBQ    $0x04, 40(SP)
+	JMP     q5_KRowsAVX512_rows
+
+q5_KRowsAVX512_rowsdone:
+	MOVQ codes+0(FP), SI
+	ADDQ tstride+120(FP), SI
+	MOVQ SI, codes+0(FP)
+	MOVQ sm+16(FP), SI
+	ADDQ tstride+120(FP), SI
+	MOVQ SI, sm+16(FP)
+	MOVQ dm+24(FP), SI
+	ADDQ tstride+120(FP), SI
+	MOVQ SI, dm+24(FP)
+	MOVQ high+8(FP), SI
+	ADDQ tstride+120(FP), SI
+	MOVQ SI, high+8(FP)
+	MOVQ nsb+88(FP), SI
+	MOVQ SI, DI
+	SHLQ $0x02, DI
+	MOVQ d+72(FP), R8
+	ADDQ DI, R8
+	MOVQ R8, d+72(FP)
+	SHLQ $0x02, DI
+	MOVQ bp+80(FP), R8
+	ADDQ DI, R8
+	MOVQ R8, bp+80(FP)
+	SHLQ $0x08, SI
+	MOVQ a+64(FP), DI
+	ADDQ SI, DI
+	MOVQ DI, a+64(FP)
+	MOVQ $0x00000001, 56(SP)
+	DECQ tiles+112(FP)
+	JNZ  q5_KRowsAVX512_tile
+	VZEROUPPER
+	RET
+
+// func q6_KRowsAVX512(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, nsb int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C, MMX+
+TEXT ·q6_KRowsAVX512(SB), NOSPLIT, $64-104
+	MOVQ      cstride+24(FP), AX
+	MOVQ      sstride+32(FP), CX
+	MOVQ      dstride+40(FP), DX
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 wIdxZ0<>+0(SB), Z1
+	VMOVDQU64 wIdxZ1<>+0(SB), Z2
+	VMOVDQU64 wIdxZ2<>+0(SB), Z3
+	VMOVDQU64 wIdxZ3<>+0(SB), Z4
+	MOVQ      $0x00000000, 48(SP)
+
+q6_KRowsAVX512_tile:
+	MOVQ codes+0(FP), BX
+	MOVQ BX, 8(SP)
+	MOVQ scales+8(FP), BX
+	MOVQ BX, 16(SP)
+	MOVQ dp+16(FP), BX
+	MOVQ BX, 24(SP)
+	MOVQ rows+80(FP), BX
+	MOVQ BX, 32(SP)
+	MOVQ y+72(FP), BX
+	MOVQ BX, 40(SP)
+	MOVQ codes+0(FP), BX
+	ADDQ $0x00000800, BX
+	MOVQ BX, 56(SP)
+
+q6_KRowsAVX512_rows:
+	CMPQ   32(SP), $0x04
+	JL     q6_KRowsAVX512_rowsdone
+	MOVQ   8(SP), BX
+	MOVQ   16(SP), SI
+	MOVQ   24(SP), DI
+	MOVQ   a+48(FP), R8
+	MOVQ   d+56(FP), R9
+	MOVQ   nsb+64(FP), R10
+	MOVQ   R10, (SP)
+	VXORPS X5, X5, X5
+
+q6_KRowsAVX512_sb:
+	MOVQ          56(SP), R10
+	PREFETCHT0    (R10)
+	PREFETCHT0    64(R10)
+	PREFETCHT0    128(R10)
+	PREFETCHT0    192(R10)
+	PREFETCHT0    256(R10)
+	PREFETCHT0    320(R10)
+	PREFETCHT0    384(R10)
+	PREFETCHT0    448(R10)
+	PREFETCHT0    512(R10)
+	PREFETCHT0    576(R10)
+	PREFETCHT0    640(R10)
+	PREFETCHT0    704(R10)
+	PREFETCHT0    768(R10)
+	PREFETCHT0    832(R10)
+	PREFETCHT0    896(R10)
+	PREFETCHT0    960(R10)
+	ADDQ          $0x00000400, R10
+	MOVQ          R10, 56(SP)
+	VMOVDQU64     (R8), Z6
+	VMOVDQU64     64(R8), Z7
+	VMOVDQU64     128(R8), Z8
+	VMOVDQU64     192(R8), Z9
+	LEAQ          (BX)(AX*2), R10
+	LEAQ          (SI)(CX*2), R11
+	VPMOVSXBW     (SI), Y10
+	VMOVDQU64     (BX), Z11
+	VPMOVB2M      Z11, K1
+	VPABSB        Z11, Z11
+	VMOVDQA64     Z6, Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z11, Z12
+	VPERMW        Z10, Z1, Z11
+	VPMADDWD      Z11, Z12, Z11
+	VMOVDQU64     64(BX), Z12
+	VPMOVB2M      Z12, K1
+	VPABSB        Z12, Z12
+	VMOVDQA64     Z7, Z13
+	VPSUBB        Z13, Z0, K1, Z13
+	VPMADDUBSW    Z13, Z12, Z13
+	VPERMW        Z10, Z2, Z12
+	VPDPWSSD      Z12, Z13, Z11
+	VMOVDQU64     128(BX), Z12
+	VPMOVB2M      Z12, K1
+	VPABSB        Z12, Z12
+	VMOVDQA64     Z8, Z13
+	VPSUBB        Z13, Z0, K1, Z13
+	VPMADDUBSW    Z13, Z12, Z13
+	VPERMW        Z10, Z3, Z12
+	VPDPWSSD      Z12, Z13, Z11
+	VMOVDQU64     192(BX), Z12
+	VPMOVB2M      Z12, K1
+	VPABSB        Z12, Z12
+	VMOVDQA64     Z9, Z13
+	VPSUBB        Z13, Z0, K1, Z13
+	VPMADDUBSW    Z13, Z12, Z13
+	VPERMW        Z10, Z4, Z12
+	VPDPWSSD      Z12, Z13, Z11
+	VPMOVSXBW     (SI)(CX*1), Y10
+	VMOVDQU64     (BX)(AX*1), Z12
+	VPMOVB2M      Z12, K1
+	VPABSB        Z12, Z12
+	VMOVDQA64     Z6, Z13
+	VPSUBB        Z13, Z0, K1, Z13
+	VPMADDUBSW    Z13, Z12, Z13
+	VPERMW        Z10, Z1, Z12
+	VPMADDWD      Z12, Z13, Z12
+	VMOVDQU64     64(BX)(AX*1), Z13
+	VPMOVB2M      Z13, K1
+	VPABSB        Z13, Z13
+	VMOVDQA64     Z7, Z14
+	VPSUBB        Z14, Z0, K1, Z14
+	VPMADDUBSW    Z14, Z13, Z14
+	VPERMW        Z10, Z2, Z13
+	VPDPWSSD      Z13, Z14, Z12
+	VMOVDQU64     128(BX)(AX*1), Z13
+	VPMOVB2M      Z13, K1
+	VPABSB        Z13, Z13
+	VMOVDQA64     Z8, Z14
+	VPSUBB        Z14, Z0, K1, Z14
+	VPMADDUBSW    Z14, Z13, Z14
+	VPERMW        Z10, Z3, Z13
+	VPDPWSSD      Z13, Z14, Z12
+	VMOVDQU64     192(BX)(AX*1), Z13
+	VPMOVB2M      Z13, K1
+	VPABSB        Z13, Z13
+	VMOVDQA64     Z9, Z14
+	VPSUBB        Z14, Z0, K1, Z14
+	VPMADDUBSW    Z14, Z13, Z14
+	VPERMW        Z10, Z4, Z13
+	VPDPWSSD      Z13, Z14, Z12
+	VPMOVSXBW     (SI)(CX*2), Y10
+	VMOVDQU64     (BX)(AX*2), Z13
+	VPMOVB2M      Z13, K1
+	VPABSB        Z13, Z13
+	VMOVDQA64     Z6, Z14
+	VPSUBB        Z14, Z0, K1, Z14
+	VPMADDUBSW    Z14, Z13, Z14
+	VPERMW        Z10, Z1, Z13
+	VPMADDWD      Z13, Z14, Z13
+	VMOVDQU64     64(BX)(AX*2), Z14
+	VPMOVB2M      Z14, K1
+	VPABSB        Z14, Z14
+	VMOVDQA64     Z7, Z15
+	VPSUBB        Z15, Z0, K1, Z15
+	VPMADDUBSW    Z15, Z14, Z15
+	VPERMW        Z10, Z2, Z14
+	VPDPWSSD      Z14, Z15, Z13
+	VMOVDQU64     128(BX)(AX*2), Z14
+	VPMOVB2M      Z14, K1
+	VPABSB        Z14, Z14
+	VMOVDQA64     Z8, Z15
+	VPSUBB        Z15, Z0, K1, Z15
+	VPMADDUBSW    Z15, Z14, Z15
+	VPERMW        Z10, Z3, Z14
+	VPDPWSSD      Z14, Z15, Z13
+	VMOVDQU64     192(BX)(AX*2), Z14
+	VPMOVB2M      Z14, K1
+	VPABSB        Z14, Z14
+	VMOVDQA64     Z9, Z15
+	VPSUBB        Z15, Z0, K1, Z15
+	VPMADDUBSW    Z15, Z14, Z15
+	VPERMW        Z10, Z4, Z14
+	VPDPWSSD      Z14, Z15, Z13
+	VPMOVSXBW     (R11)(CX*1), Y10
+	VMOVDQU64     (R10)(AX*1), Z14
+	VPMOVB2M      Z14, K1
+	VPABSB        Z14, Z14
+	VMOVDQA64     Z6, Z6
+	VPSUBB        Z6, Z0, K1, Z6
+	VPMADDUBSW    Z6, Z14, Z6
+	VPERMW        Z10, Z1, Z14
+	VPMADDWD      Z14, Z6, Z6
+	VMOVDQU64     64(R10)(AX*1), Z14
+	VPMOVB2M      Z14, K1
+	VPABSB        Z14, Z14
+	VMOVDQA64     Z7, Z7
+	VPSUBB        Z7, Z0, K1, Z7
+	VPMADDUBSW    Z7, Z14, Z7
+	VPERMW        Z10, Z2, Z14
+	VPDPWSSD      Z14, Z7, Z6
+	VMOVDQU64     128(R10)(AX*1), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VMOVDQA64     Z8, Z8
+	VPSUBB        Z8, Z0, K1, Z8
+	VPMADDUBSW    Z8, Z7, Z8
+	VPERMW        Z10, Z3, Z7
+	VPDPWSSD      Z7, Z8, Z6
+	VMOVDQU64     192(R10)(AX*1), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VMOVDQA64     Z9, Z8
+	VPSUBB        Z8, Z0, K1, Z8
+	VPMADDUBSW    Z8, Z7, Z8
+	VPERMW        Z10, Z4, Z7
+	VPDPWSSD      Z7, Z8, Z6
+	VPUNPCKLDQ    Z12, Z11, Z7
+	VPUNPCKHDQ    Z12, Z11, Z8
+	VPADDD        Z8, Z7, Z7
+	VPUNPCKLDQ    Z6, Z13, Z9
+	VPUNPCKHDQ    Z6, Z13, Z6
+	VPADDD        Z6, Z9, Z9
+	VPUNPCKHQDQ   Z9, Z7, Z8
+	VPUNPCKLQDQ   Z9, Z7, Z7
+	VPADDD        Z8, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y6
+	VPADDD        Y6, Y7, Y6
+	VEXTRACTI128  $0x01, Y6, X7
+	VPADDD        X7, X6, X7
+	VPXOR         X6, X6, X6
+	VPINSRW       $0x00, (DI), X6, X6
+	VPINSRW       $0x01, (DI)(DX*1), X6, X6
+	VPINSRW       $0x02, (DI)(DX*2), X6, X6
+	LEAQ          (DI)(DX*2), R10
+	VPINSRW       $0x03, (R10)(DX*1), X6, X6
+	VCVTPH2PS     X6, X6
+	VBROADCASTSS  (R9), X8
+	VMULPS        X8, X6, X6
+	VCVTDQ2PS     X7, X7
+	VMULPS        X6, X7, X7
+	VADDPS        X7, X5, X5
+	ADDQ          $0x00000100, BX
+	ADDQ          $0x10, SI
+	ADDQ          $0x02, DI
+	ADDQ          $0x00000100, R8
+	ADDQ          $0x04, R9
+	DECQ          (SP)
+	JNZ           q6_KRowsAVX512_sb
+	MOVQ          40(SP), BX
+	CMPQ          48(SP), $0x00
+	JE            q6_KRowsAVX512_store
+	VADDPS        (BX), X5, X5
+
+q6_KRowsAVX512_store:
+	VMOVUPS X5, (BX)
+	ADDQ    $0x10, BX
+	MOVQ    BX, 40(SP)
+	MOVQ    8(SP), BX
+	LEAQ    (BX)(AX*4), BX
+	MOVQ    BX, 8(SP)
+	MOVQ    16(SP), BX
+	LEAQ    (BX)(CX*4), BX
+	MOVQ    BX, 16(SP)
+	MOVQ    24(SP), BX
+	LEAQ    (BX)(DX*4), BX
+	MOVQ    BX, 24(SP)
+	SUBQ    $0x04, 32(SP)
+	JMP     q6_KRowsAVX512_rows
+
+q6_KRowsAVX512_rowsdone:
+	MOVQ codes+0(FP), BX
+	ADDQ tstride+96(FP), BX
+	MOVQ BX, codes+0(FP)
+	MOVQ scales+8(FP), BX
+	ADDQ tstride+96(FP), BX
+	MOVQ BX, scales+8(FP)
+	MOVQ dp+16(FP), BX
+	ADDQ tstride+96(FP), BX
+	MOVQ BX, dp+16(FP)
+	MOVQ nsb+64(FP), BX
+	MOVQ BX, SI
+	SHLQ $0x02, SI
+	MOVQ d+56(FP), DI
+	ADDQ SI, DI
+	MOVQ DI, d+56(FP)
+	SHLQ $0x08, BX
+	MOVQ a+48(FP), SI
+	ADDQ BX, SI
+	MOVQ SI, a+48(FP)
+	MOVQ $0x00000001, 48(SP)
+	DECQ tiles+88(FP)
+	JNZ  q6_KRowsAVX512_tile
+	VZEROUPPER
+	RET
+
+// func q8_0ToksAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512_VNNI, F16C
+TEXT ·q8_0ToksAVX512(SB), NOSPLIT, $24-112
+	MOVQ         np+64(FP), AX
+	SHLQ         $0x02, AX
+	VMOVDQU64    idxRed<>+0(SB), Z0
+	VMOVDQU64    idx01<>+0(SB), Y1
+	VPBROADCASTD c80x4<>+0(SB), Z2
+	VPXORD       Z3, Z3, Z3
+
+q8_0ToksAVX512_rows:
+	CMPQ rows+96(FP), $0x00
+	JE   q8_0ToksAVX512_done
+	MOVQ codes+0(FP), CX
+	MOVQ scales+8(FP), DX
+	MOVQ o+80(FP), BX
+	MOVQ a+32(FP), SI
+	MOVQ SI, 8(SP)
+	MOVQ d+40(FP), SI
+	MOVQ SI, 16(SP)
+	MOVQ groups+72(FP), SI
+	MOVQ SI, (SP)
+
+q8_0ToksAVX512_group:
+	CMPQ   (SP), $0x02
+	JL     q8_0ToksAVX512_one
+	MOVQ   8(SP), SI
+	MOVQ   16(SP), DI
+	MOVQ   CX, R8
+	MOVQ   ag+48(FP), R9
+	MOVQ   DI, R10
+	ADDQ   dg+56(FP), R10
+	XORQ   R11, R11
+	VXORPS X4, X4, X4
+	VXORPS X5, X5, X5
+
+q8_0ToksAVX512_pair2:
+	VMOVDQU64    (R8), Z6
+	VPXORD       Z7, Z7, Z7
+	VPDPBUSD     Z6, Z2, Z7
+	VPXORD       (SI), Z2, Z8
+	VPSUBD       Z7, Z3, Z9
+	VPDPBUSD     Z6, Z8, Z9
+	VPXORD       64(SI), Z2, Z8
+	VPSUBD       Z7, Z3, Z12
+	VPDPBUSD     Z6, Z8, Z12
+	VPXORD       128(SI), Z2, Z8
+	VPSUBD       Z7, Z3, Z13
+	VPDPBUSD     Z6, Z8, Z13
+	VPXORD       192(SI), Z2, Z8
+	VPSUBD       Z7, Z3, Z14
+	VPDPBUSD     Z6, Z8, Z14
+	VSHUFI64X2   $0x88, Z12, Z9, Z8
+	VSHUFI64X2   $0xdd, Z12, Z9, Z9
+	VPADDD       Z9, Z8, Z8
+	VSHUFI64X2   $0x88, Z14, Z13, Z9
+	VSHUFI64X2   $0xdd, Z14, Z13, Z12
+	VPADDD       Z12, Z9, Z9
+	VPUNPCKLDQ   Z9, Z8, Z12
+	VPUNPCKHDQ   Z9, Z8, Z8
+	VPADDD       Z8, Z12, Z12
+	VPSHUFD      $0x4e, Z12, Z8
+	VPADDD       Z8, Z12, Z12
+	VPERMD       Z12, Z0, Z12
+	VPXORD       (SI)(R9*1), Z2, Z8
+	VPSUBD       Z7, Z3, Z9
+	VPDPBUSD     Z6, Z8, Z9
+	VPXORD       64(SI)(R9*1), Z2, Z8
+	VPSUBD       Z7, Z3, Z13
+	VPDPBUSD     Z6, Z8, Z13
+	VPXORD       128(SI)(R9*1), Z2, Z8
+	VPSUBD       Z7, Z3, Z14
+	VPDPBUSD     Z6, Z8, Z14
+	VPXORD       192(SI)(R9*1), Z2, Z8
+	VPSUBD       Z7, Z3, Z15
+	VPDPBUSD     Z6, Z8, Z15
+	VSHUFI64X2   $0x88, Z13, Z9, Z6
+	VSHUFI64X2   $0xdd, Z13, Z9, Z8
+	VPADDD       Z8, Z6, Z6
+	VSHUFI64X2   $0x88, Z15, Z14, Z8
+	VSHUFI64X2   $0xdd, Z15, Z14, Z9
+	VPADDD       Z9, Z8, Z8
+	VPUNPCKLDQ   Z8, Z6, Z9
+	VPUNPCKHDQ   Z8, Z6, Z6
+	VPADDD       Z6, Z9, Z9
+	VPSHUFD      $0x4e, Z9, Z6
+	VPADDD       Z6, Z9, Z9
+	VPERMD       Z9, Z0, Z9
+	VMOVD        (DX)(R11*1), X10
+	VCVTPH2PS    X10, X10
+	VPERMPS      Y10, Y1, Y6
+	VCVTDQ2PS    Y12, Y12
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       (DI)(R11*8), Y6, Y8
+	VMULPS       (R10)(R11*8), Y6, Y6
+	VMULPS       Y8, Y12, Y12
+	VMULPS       Y6, Y9, Y9
+	VADDPS       X12, X4, X4
+	VADDPS       X9, X5, X5
+	VEXTRACTF128 $0x01, Y12, X6
+	VEXTRACTF128 $0x01, Y9, X8
+	VADDPS       X6, X4, X4
+	VADDPS       X8, X5, X5
+	ADDQ         $0x00000100, SI
+	ADDQ         $0x40, R8
+	ADDQ         $0x04, R11
+	CMPQ         R11, AX
+	JL           q8_0ToksAVX512_pair2
+	CMPQ         add+104(FP), $0x00
+	JE           q8_0ToksAVX512_pair20_store
+	VADDPS       (BX), X4, X4
+
+q8_0ToksAVX512_pair20_store:
+	VMOVUPS X4, (BX)
+	ADDQ    $0x10, BX
+	CMPQ    add+104(FP), $0x00
+	JE      q8_0ToksAVX512_pair21_store
+	VADDPS  (BX), X5, X5
+
+q8_0ToksAVX512_pair21_store:
+	VMOVUPS X5, (BX)
+	ADDQ    $0x10, BX
+	MOVQ    8(SP), SI
+	ADDQ    ag+48(FP), SI
+	ADDQ    ag+48(FP), SI
+	MOVQ    SI, 8(SP)
+	MOVQ    16(SP), SI
+	ADDQ    dg+56(FP), SI
+	ADDQ    dg+56(FP), SI
+	MOVQ    SI, 16(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q8_0ToksAVX512_group
+
+q8_0ToksAVX512_one:
+	CMPQ   (SP), $0x01
+	JL     q8_0ToksAVX512_rowdone
+	MOVQ   8(SP), SI
+	MOVQ   16(SP), DI
+	XORQ   R8, R8
+	VXORPS X9, X9, X9
+
+q8_0ToksAVX512_pair1:
+	VMOVDQU64    (CX), Z5
+	VPXORD       Z11, Z11, Z11
+	VPDPBUSD     Z5, Z2, Z11
+	VPXORD       (SI), Z2, Z6
+	VPSUBD       Z11, Z3, Z8
+	VPDPBUSD     Z5, Z6, Z8
+	VPXORD       64(SI), Z2, Z6
+	VPSUBD       Z11, Z3, Z12
+	VPDPBUSD     Z5, Z6, Z12
+	VPXORD       128(SI), Z2, Z6
+	VPSUBD       Z11, Z3, Z13
+	VPDPBUSD     Z5, Z6, Z13
+	VPXORD       192(SI), Z2, Z6
+	VPSUBD       Z11, Z3, Z14
+	VPDPBUSD     Z5, Z6, Z14
+	VSHUFI64X2   $0x88, Z12, Z8, Z5
+	VSHUFI64X2   $0xdd, Z12, Z8, Z6
+	VPADDD       Z6, Z5, Z5
+	VSHUFI64X2   $0x88, Z14, Z13, Z6
+	VSHUFI64X2   $0xdd, Z14, Z13, Z8
+	VPADDD       Z8, Z6, Z6
+	VPUNPCKLDQ   Z6, Z5, Z8
+	VPUNPCKHDQ   Z6, Z5, Z5
+	VPADDD       Z5, Z8, Z8
+	VPSHUFD      $0x4e, Z8, Z5
+	VPADDD       Z5, Z8, Z8
+	VPERMD       Z8, Z0, Z8
+	VMOVD        (DX)(R8*1), X4
+	VCVTPH2PS    X4, X4
+	VPERMPS      Y4, Y1, Y5
+	VCVTDQ2PS    Y8, Y8
+	VMULPS       (DI)(R8*8), Y5, Y5
+	VMULPS       Y5, Y8, Y8
+	VADDPS       X8, X9, X9
+	VEXTRACTF128 $0x01, Y8, X4
+	VADDPS       X4, X9, X9
+	ADDQ         $0x00000100, SI
+	ADDQ         $0x40, CX
+	ADDQ         $0x04, R8
+	CMPQ         R8, AX
+	JL           q8_0ToksAVX512_pair1
+	CMPQ         add+104(FP), $0x00
+	JE           q8_0ToksAVX512_pair10_store
+	VADDPS       (BX), X9, X9
+
+q8_0ToksAVX512_pair10_store:
+	VMOVUPS X9, (BX)
+	ADDQ    $0x10, BX
+	MOVQ    8(SP), CX
+	ADDQ    ag+48(FP), CX
+	MOVQ    CX, 8(SP)
+	MOVQ    16(SP), CX
+	ADDQ    dg+56(FP), CX
+	MOVQ    CX, 16(SP)
+	SUBQ    $0x01, (SP)
+
+q8_0ToksAVX512_rowdone:
+	MOVQ codes+0(FP), CX
+	ADDQ cstride+16(FP), CX
+	MOVQ CX, codes+0(FP)
+	MOVQ scales+8(FP), CX
+	ADDQ sstride+24(FP), CX
+	MOVQ CX, scales+8(FP)
+	MOVQ o+80(FP), CX
+	ADDQ ostride+88(FP), CX
+	MOVQ CX, o+80(FP)
+	DECQ rows+96(FP)
+	JMP  q8_0ToksAVX512_rows
+
+q8_0ToksAVX512_done:
+	VZEROUPPER
+	RET
+
+// func q4_0ToksAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512_VNNI, F16C
+TEXT ·q4_0ToksAVX512(SB), NOSPLIT, $56-136
+	VPBROADCASTD c0Fx4<>+0(SB), Z0
+	VMOVDQU64    idx01<>+0(SB), Y1
+
+q4_0ToksAVX512_rows:
+	CMPQ rows+104(FP), $0x00
+	JE   q4_0ToksAVX512_done
+	MOVQ a+32(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ d+40(FP), AX
+	MOVQ AX, 40(SP)
+	MOVQ s+48(FP), AX
+	MOVQ AX, 48(SP)
+	MOVQ groups+80(FP), AX
+	MOVQ AX, (SP)
+	MOVQ o+88(FP), AX
+	MOVQ AX, 24(SP)
+
+q4_0ToksAVX512_group:
+	CMPQ (SP), $0x02
+	JL   q4_0ToksAVX512_one
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ ag+56(FP), BX
+	MOVQ dg+64(FP), SI
+	MOVQ codes+0(FP), DI
+	MOVQ scales+8(FP), R8
+	MOVQ tiles+120(FP), R9
+	MOVQ R9, 8(SP)
+	MOVQ add+112(FP), R9
+	MOVQ R9, 16(SP)
+
+q4_0ToksAVX512_pair2_tile:
+	XORQ   R9, R9
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+
+q4_0ToksAVX512_pair2:
+	VMOVDQU64     (DI)(R9*8), Y4
+	VPSRLW        $0x04, Y4, Y5
+	VINSERTI64X4  $0x01, Y5, Z4, Z4
+	VPANDD        Z0, Z4, Z4
+	VPSHUFD       $0x39, Z4, Z5
+	VPSHUFD       $0x4e, Z4, Z10
+	VPSHUFD       $0x93, Z4, Z11
+	VPXORD        Z6, Z6, Z6
+	VPDPBUSD      (AX), Z4, Z6
+	VPDPBUSD      64(AX), Z5, Z6
+	VPDPBUSD      128(AX), Z10, Z6
+	VPDPBUSD      192(AX), Z11, Z6
+	VEXTRACTI64X4 $0x01, Z6, Y12
+	VPADDD        Y12, Y6, Y12
+	VPXORD        Z7, Z7, Z7
+	VPDPBUSD      (AX)(BX*1), Z4, Z7
+	VPDPBUSD      64(AX)(BX*1), Z5, Z7
+	VPDPBUSD      128(AX)(BX*1), Z10, Z7
+	VPDPBUSD      192(AX)(BX*1), Z11, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y4
+	VPADDD        Y4, Y7, Y4
+	VMOVD         (R8)(R9*1), X8
+	VCVTPH2PS     X8, X8
+	VPERMPS       Y8, Y1, Y5
+	VPSUBD        (DX), Y12, Y12
+	VPSUBD        (DX)(SI*1), Y4, Y4
+	VCVTDQ2PS     Y12, Y12
+	VCVTDQ2PS     Y4, Y4
+	VMULPS        (CX), Y5, Y10
+	VMULPS        (CX)(SI*1), Y5, Y5
+	VMULPS        Y10, Y12, Y12
+	VMULPS        Y5, Y4, Y4
+	VADDPS        X12, X2, X2
+	VADDPS        X4, X3, X3
+	VEXTRACTF128  $0x01, Y12, X5
+	VEXTRACTF128  $0x01, Y4, X4
+	VADDPS        X5, X2, X2
+	VADDPS        X4, X3, X3
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x20, CX
+	ADDQ          $0x20, DX
+	ADDQ          $0x04, R9
+	MOVQ          np+72(FP), R10
+	SHLQ          $0x02, R10
+	CMPQ          R9, R10
+	JL            q4_0ToksAVX512_pair2
+	MOVQ          24(SP), R9
+	CMPQ          16(SP), $0x00
+	JE            q4_0ToksAVX512_pair20_store
+	VADDPS        (R9), X2, X2
+
+q4_0ToksAVX512_pair20_store:
+	VMOVUPS X2, (R9)
+	ADDQ    $0x10, R9
+	CMPQ    16(SP), $0x00
+	JE      q4_0ToksAVX512_pair21_store
+	VADDPS  (R9), X3, X3
+
+q4_0ToksAVX512_pair21_store:
+	VMOVUPS X3, (R9)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+128(FP), R9
+	ADDQ    R9, DI
+	ADDQ    R9, R8
+	DECQ    8(SP)
+	JNZ     q4_0ToksAVX512_pair2_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000020, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+56(FP), AX
+	ADDQ    ag+56(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+64(FP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+64(FP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 48(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q4_0ToksAVX512_group
+
+q4_0ToksAVX512_one:
+	CMPQ (SP), $0x01
+	JL   q4_0ToksAVX512_rowdone
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ codes+0(FP), BX
+	MOVQ scales+8(FP), SI
+	MOVQ tiles+120(FP), DI
+	MOVQ DI, 8(SP)
+	MOVQ add+112(FP), DI
+	MOVQ DI, 16(SP)
+
+q4_0ToksAVX512_pair1_tile:
+	XORQ   DI, DI
+	VXORPS X4, X4, X4
+
+q4_0ToksAVX512_pair1:
+	VMOVDQU64     (BX)(DI*8), Y2
+	VPSRLW        $0x04, Y2, Y5
+	VINSERTI64X4  $0x01, Y5, Z2, Z2
+	VPANDD        Z0, Z2, Z2
+	VPSHUFD       $0x39, Z2, Z5
+	VPSHUFD       $0x4e, Z2, Z10
+	VPSHUFD       $0x93, Z2, Z11
+	VPXORD        Z9, Z9, Z9
+	VPDPBUSD      (AX), Z2, Z9
+	VPDPBUSD      64(AX), Z5, Z9
+	VPDPBUSD      128(AX), Z10, Z9
+	VPDPBUSD      192(AX), Z11, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y2
+	VPADDD        Y2, Y9, Y2
+	VMOVD         (SI)(DI*1), X3
+	VCVTPH2PS     X3, X3
+	VPERMPS       Y3, Y1, Y5
+	VPSUBD        (DX), Y2, Y2
+	VCVTDQ2PS     Y2, Y2
+	VMULPS        (CX), Y5, Y5
+	VMULPS        Y5, Y2, Y2
+	VADDPS        X2, X4, X4
+	VEXTRACTF128  $0x01, Y2, X2
+	VADDPS        X2, X4, X4
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x20, CX
+	ADDQ          $0x20, DX
+	ADDQ          $0x04, DI
+	MOVQ          np+72(FP), R8
+	SHLQ          $0x02, R8
+	CMPQ          DI, R8
+	JL            q4_0ToksAVX512_pair1
+	MOVQ          24(SP), DI
+	CMPQ          16(SP), $0x00
+	JE            q4_0ToksAVX512_pair10_store
+	VADDPS        (DI), X4, X4
+
+q4_0ToksAVX512_pair10_store:
+	VMOVUPS X4, (DI)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+128(FP), DI
+	ADDQ    DI, BX
+	ADDQ    DI, SI
+	DECQ    8(SP)
+	JNZ     q4_0ToksAVX512_pair1_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000010, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+56(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+64(FP), AX
+	MOVQ    AX, 48(SP)
+	SUBQ    $0x01, (SP)
+
+q4_0ToksAVX512_rowdone:
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+16(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ scales+8(FP), AX
+	ADDQ sstride+24(FP), AX
+	MOVQ AX, scales+8(FP)
+	MOVQ o+88(FP), AX
+	ADDQ ostride+96(FP), AX
+	MOVQ AX, o+88(FP)
+	DECQ rows+104(FP)
+	JMP  q4_0ToksAVX512_rows
+
+q4_0ToksAVX512_done:
+	VZEROUPPER
+	RET
+
+// func q5_0ToksAVX512(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C
+TEXT ·q5_0ToksAVX512(SB), NOSPLIT, $56-152
+	VPBROADCASTD c0Fx4<>+0(SB), Z0
+	VMOVDQU64    idx01<>+0(SB), Y1
+	VMOVDQU64    hShufZ<>+0(SB), Z2
+	VPBROADCASTD c10x4<>+0(SB), Z4
+	VMOVDQU64    hBitLH<>+0(SB), Z3
+	MOVL         $0x000000f0, AX
+	KMOVW        AX, K1
+
+q5_0ToksAVX512_rows:
+	CMPQ rows+120(FP), $0x00
+	JE   q5_0ToksAVX512_done
+	MOVQ a+48(FP), AX
+	MOVQ AX, 32(SP)
+	MOVQ d+56(FP), AX
+	MOVQ AX, 40(SP)
+	MOVQ s+64(FP), AX
+	MOVQ AX, 48(SP)
+	MOVQ groups+96(FP), AX
+	MOVQ AX, (SP)
+	MOVQ o+104(FP), AX
+	MOVQ AX, 24(SP)
+
+q5_0ToksAVX512_group:
+	CMPQ (SP), $0x02
+	JL   q5_0ToksAVX512_one
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ ag+72(FP), BX
+	MOVQ dg+80(FP), SI
+	MOVQ codes+0(FP), DI
+	MOVQ scales+16(FP), R8
+	MOVQ high+8(FP), R9
+	MOVQ tiles+136(FP), R10
+	MOVQ R10, 8(SP)
+	MOVQ add+128(FP), R10
+	MOVQ R10, 16(SP)
+
+q5_0ToksAVX512_pair2_tile:
+	XORQ   R10, R10
+	VXORPS X5, X5, X5
+	VXORPS X6, X6, X6
+
+q5_0ToksAVX512_pair2:
+	VMOVDQU64     (DI)(R10*8), Y7
+	VPSRLW        $0x04, Y7, Y8
+	VINSERTI64X4  $0x01, Y8, Z7, Z7
+	VPANDD        Z0, Z7, Z7
+	VPBROADCASTQ  (R9)(R10*2), Z8
+	VPSHUFB       Z2, Z8, Z8
+	VPTESTMB      Z3, Z8, K1
+	VPADDB        Z4, Z7, K1, Z7
+	VPSHUFD       $0x39, Z7, Z8
+	VPSHUFD       $0x4e, Z7, Z13
+	VPSHUFD       $0x93, Z7, Z14
+	VPXORD        Z9, Z9, Z9
+	VPDPBUSD      (AX), Z7, Z9
+	VPDPBUSD      64(AX), Z8, Z9
+	VPDPBUSD      128(AX), Z13, Z9
+	VPDPBUSD      192(AX), Z14, Z9
+	VEXTRACTI64X4 $0x01, Z9, Y15
+	VPADDD        Y15, Y9, Y15
+	VPXORD        Z10, Z10, Z10
+	VPDPBUSD      (AX)(BX*1), Z7, Z10
+	VPDPBUSD      64(AX)(BX*1), Z8, Z10
+	VPDPBUSD      128(AX)(BX*1), Z13, Z10
+	VPDPBUSD      192(AX)(BX*1), Z14, Z10
+	VEXTRACTI64X4 $0x01, Z10, Y7
+	VPADDD        Y7, Y10, Y7
+	VMOVD         (R8)(R10*1), X11
+	VCVTPH2PS     X11, X11
+	VPERMPS       Y11, Y1, Y8
+	VPSUBD        (DX), Y15, Y15
+	VPSUBD        (DX)(SI*1), Y7, Y7
+	VCVTDQ2PS     Y15, Y15
+	VCVTDQ2PS     Y7, Y7
+	VMULPS        (CX), Y8, Y13
+	VMULPS        (CX)(SI*1), Y8, Y8
+	VMULPS        Y13, Y15, Y15
+	VMULPS        Y8, Y7, Y7
+	VADDPS        X15, X5, X5
+	VADDPS        X7, X6, X6
+	VEXTRACTF128  $0x01, Y15, X8
+	VEXTRACTF128  $0x01, Y7, X7
+	VADDPS        X8, X5, X5
+	VADDPS        X7, X6, X6
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x20, CX
+	ADDQ          $0x20, DX
+	ADDQ          $0x04, R10
+	MOVQ          np+88(FP), R11
+	SHLQ          $0x02, R11
+	CMPQ          R10, R11
+	JL            q5_0ToksAVX512_pair2
+	MOVQ          24(SP), R10
+	CMPQ          16(SP), $0x00
+	JE            q5_0ToksAVX512_pair20_store
+	VADDPS        (R10), X5, X5
+
+q5_0ToksAVX512_pair20_store:
+	VMOVUPS X5, (R10)
+	ADDQ    $0x10, R10
+	CMPQ    16(SP), $0x00
+	JE      q5_0ToksAVX512_pair21_store
+	VADDPS  (R10), X6, X6
+
+q5_0ToksAVX512_pair21_store:
+	VMOVUPS X6, (R10)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+144(FP), R10
+	ADDQ    R10, DI
+	ADDQ    R10, R8
+	ADDQ    R10, R9
+	DECQ    8(SP)
+	JNZ     q5_0ToksAVX512_pair2_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000020, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+72(FP), AX
+	ADDQ    ag+72(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+80(FP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+80(FP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 48(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q5_0ToksAVX512_group
+
+q5_0ToksAVX512_one:
+	CMPQ (SP), $0x01
+	JL   q5_0ToksAVX512_rowdone
+	MOVQ 32(SP), AX
+	MOVQ 40(SP), CX
+	MOVQ 48(SP), DX
+	MOVQ codes+0(FP), BX
+	MOVQ scales+16(FP), SI
+	MOVQ high+8(FP), DI
+	MOVQ tiles+136(FP), R8
+	MOVQ R8, 8(SP)
+	MOVQ add+128(FP), R8
+	MOVQ R8, 16(SP)
+
+q5_0ToksAVX512_pair1_tile:
+	XORQ   R8, R8
+	VXORPS X7, X7, X7
+
+q5_0ToksAVX512_pair1:
+	VMOVDQU64     (BX)(R8*8), Y5
+	VPSRLW        $0x04, Y5, Y8
+	VINSERTI64X4  $0x01, Y8, Z5, Z5
+	VPANDD        Z0, Z5, Z5
+	VPBROADCASTQ  (DI)(R8*2), Z8
+	VPSHUFB       Z2, Z8, Z8
+	VPTESTMB      Z3, Z8, K1
+	VPADDB        Z4, Z5, K1, Z5
+	VPSHUFD       $0x39, Z5, Z8
+	VPSHUFD       $0x4e, Z5, Z13
+	VPSHUFD       $0x93, Z5, Z14
+	VPXORD        Z12, Z12, Z12
+	VPDPBUSD      (AX), Z5, Z12
+	VPDPBUSD      64(AX), Z8, Z12
+	VPDPBUSD      128(AX), Z13, Z12
+	VPDPBUSD      192(AX), Z14, Z12
+	VEXTRACTI64X4 $0x01, Z12, Y5
+	VPADDD        Y5, Y12, Y5
+	VMOVD         (SI)(R8*1), X6
+	VCVTPH2PS     X6, X6
+	VPERMPS       Y6, Y1, Y8
+	VPSUBD        (DX), Y5, Y5
+	VCVTDQ2PS     Y5, Y5
+	VMULPS        (CX), Y8, Y8
+	VMULPS        Y8, Y5, Y5
+	VADDPS        X5, X7, X7
+	VEXTRACTF128  $0x01, Y5, X5
+	VADDPS        X5, X7, X7
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x20, CX
+	ADDQ          $0x20, DX
+	ADDQ          $0x04, R8
+	MOVQ          np+88(FP), R9
+	SHLQ          $0x02, R9
+	CMPQ          R8, R9
+	JL            q5_0ToksAVX512_pair1
+	MOVQ          24(SP), R8
+	CMPQ          16(SP), $0x00
+	JE            q5_0ToksAVX512_pair10_store
+	VADDPS        (R8), X7, X7
+
+q5_0ToksAVX512_pair10_store:
+	VMOVUPS X7, (R8)
+	MOVQ    $0x00000001, 16(SP)
+	MOVQ    tstride+144(FP), R8
+	ADDQ    R8, BX
+	ADDQ    R8, SI
+	ADDQ    R8, DI
+	DECQ    8(SP)
+	JNZ     q5_0ToksAVX512_pair1_tile
+	MOVQ    24(SP), AX
+	ADDQ    $0x00000010, AX
+	MOVQ    AX, 24(SP)
+	MOVQ    32(SP), AX
+	ADDQ    ag+72(FP), AX
+	MOVQ    AX, 32(SP)
+	MOVQ    40(SP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 40(SP)
+	MOVQ    48(SP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 48(SP)
+	SUBQ    $0x01, (SP)
+
+q5_0ToksAVX512_rowdone:
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+24(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ scales+16(FP), AX
+	ADDQ sstride+40(FP), AX
+	MOVQ AX, scales+16(FP)
+	MOVQ high+8(FP), AX
+	ADDQ hstride+32(FP), AX
+	MOVQ AX, high+8(FP)
+	MOVQ o+104(FP), AX
+	ADDQ ostride+112(FP), AX
+	MOVQ AX, o+104(FP)
+	DECQ rows+120(FP)
+	JMP  q5_0ToksAVX512_rows
+
+q5_0ToksAVX512_done:
+	VZEROUPPER
+	RET
+
+// func q4_KToksAVX512(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C
+TEXT ·q4_KToksAVX512(SB), NOSPLIT, $112-160
+	MOVQ         nsb+96(FP), AX
+	SHLQ         $0x07, AX
+	NEGQ         AX
+	ADDQ         tstride+152(FP), AX
+	MOVQ         AX, 32(SP)
+	MOVQ         nsb+96(FP), AX
+	SHLQ         $0x04, AX
+	NEGQ         AX
+	ADDQ         tstride+152(FP), AX
+	MOVQ         AX, 40(SP)
+	MOVQ         nsb+96(FP), AX
+	SHLQ         $0x02, AX
+	NEGQ         AX
+	ADDQ         tstride+152(FP), AX
+	MOVQ         AX, 48(SP)
+	VPBROADCASTD c0Fx4<>+0(SB), Z0
+	VMOVDQU64    scMaskP0<>+0(SB), Z1
+	VMOVDQU64    scMaskP1<>+0(SB), Z2
+	VMOVDQU64    scMaskP2<>+0(SB), Z3
+	VMOVDQU64    scMaskP3<>+0(SB), Z4
+	VMOVDQU64    idx01<>+0(SB), Y5
+
+q4_KToksAVX512_rows:
+	CMPQ rows+128(FP), $0x00
+	JE   q4_KToksAVX512_done
+	MOVQ a+48(FP), AX
+	MOVQ AX, 56(SP)
+	MOVQ d+56(FP), AX
+	MOVQ AX, 64(SP)
+	MOVQ bp+64(FP), AX
+	MOVQ AX, 72(SP)
+	MOVQ groups+104(FP), AX
+	MOVQ AX, (SP)
+
+q4_KToksAVX512_group:
+	CMPQ (SP), $0x02
+	JL   q4_KToksAVX512_one
+	MOVQ codes+0(FP), AX
+	MOVQ sm+8(FP), CX
+	MOVQ dm+16(FP), DX
+	MOVQ 56(SP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ ag+72(FP), R8
+	MOVQ SI, R9
+	ADDQ dg+80(FP), R9
+	MOVQ DI, R10
+	ADDQ bg+88(FP), R10
+	MOVQ tiles+144(FP), R11
+	MOVQ R11, 16(SP)
+	MOVQ add+136(FP), R11
+	MOVQ R11, 24(SP)
+
+q4_KToksAVX512_sb2_tile:
+	MOVQ    nsb+96(FP), R11
+	MOVQ    R11, 8(SP)
+	VXORPS  X6, X6, X6
+	VMOVUPS X6, 80(SP)
+	VMOVUPS X6, 96(SP)
+
+q4_KToksAVX512_sb2:
+	VBROADCASTI32X4 (CX), Z6
+	VMOVDQU64       (AX), Y7
+	VPSRLW          $0x04, Y7, Y8
+	VINSERTI64X4    $0x01, Y8, Z7, Z7
+	VPANDD          Z0, Z7, Z7
+	VPSHUFB         Z1, Z6, Z8
+	VPMADDUBSW      (BX), Z7, Z10
+	VPMADDWD        Z8, Z10, Z10
+	VPMADDUBSW      (BX)(R8*1), Z7, Z18
+	VPMADDWD        Z8, Z18, Z18
+	VPMADDUBSW      256(BX), Z7, Z19
+	VPMADDWD        Z8, Z19, Z19
+	VPMADDUBSW      256(BX)(R8*1), Z7, Z20
+	VPMADDWD        Z8, Z20, Z20
+	VPMADDUBSW      512(BX), Z7, Z21
+	VPMADDWD        Z8, Z21, Z21
+	VPMADDUBSW      512(BX)(R8*1), Z7, Z22
+	VPMADDWD        Z8, Z22, Z22
+	VPMADDUBSW      768(BX), Z7, Z23
+	VPMADDWD        Z8, Z23, Z23
+	VPMADDUBSW      768(BX)(R8*1), Z7, Z24
+	VPMADDWD        Z8, Z24, Z8
+	VMOVDQU64       32(AX), Y11
+	VPSRLW          $0x04, Y11, Y7
+	VINSERTI64X4    $0x01, Y7, Z11, Z11
+	VPANDD          Z0, Z11, Z11
+	VPSHUFB         Z2, Z6, Z24
+	VPMADDUBSW      64(BX), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z10
+	VPMADDUBSW      64(BX)(R8*1), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z18
+	VPMADDUBSW      320(BX), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z19
+	VPMADDUBSW      320(BX)(R8*1), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z20
+	VPMADDUBSW      576(BX), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z21
+	VPMADDUBSW      576(BX)(R8*1), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z22
+	VPMADDUBSW      832(BX), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z23
+	VPMADDUBSW      832(BX)(R8*1), Z11, Z25
+	VPDPWSSD        Z24, Z25, Z8
+	VMOVDQU64       64(AX), Y12
+	VPSRLW          $0x04, Y12, Y7
+	VINSERTI64X4    $0x01, Y7, Z12, Z12
+	VPANDD          Z0, Z12, Z12
+	VPSHUFB         Z3, Z6, Z24
+	VPMADDUBSW      128(BX), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z10
+	VPMADDUBSW      128(BX)(R8*1), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z18
+	VPMADDUBSW      384(BX), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z19
+	VPMADDUBSW      384(BX)(R8*1), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z20
+	VPMADDUBSW      640(BX), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z21
+	VPMADDUBSW      640(BX)(R8*1), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z22
+	VPMADDUBSW      896(BX), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z23
+	VPMADDUBSW      896(BX)(R8*1), Z12, Z25
+	VPDPWSSD        Z24, Z25, Z8
+	VMOVDQU64       96(AX), Y13
+	VPSRLW          $0x04, Y13, Y7
+	VINSERTI64X4    $0x01, Y7, Z13, Z13
+	VPANDD          Z0, Z13, Z13
+	VPSHUFB         Z4, Z6, Z24
+	VPMADDUBSW      192(BX), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z10
+	VPMADDUBSW      192(BX)(R8*1), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z18
+	VPMADDUBSW      448(BX), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z19
+	VPMADDUBSW      448(BX)(R8*1), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z20
+	VPMADDUBSW      704(BX), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z21
+	VPMADDUBSW      704(BX)(R8*1), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z22
+	VPMADDUBSW      960(BX), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z23
+	VPMADDUBSW      960(BX)(R8*1), Z13, Z25
+	VPDPWSSD        Z24, Z25, Z8
+	VPUNPCKLDQ      Z19, Z10, Z24
+	VPUNPCKHDQ      Z19, Z10, Z10
+	VPADDD          Z10, Z24, Z24
+	VPUNPCKLDQ      Z23, Z21, Z19
+	VPUNPCKHDQ      Z23, Z21, Z10
+	VPADDD          Z10, Z19, Z19
+	VPUNPCKHQDQ     Z19, Z24, Z10
+	VPUNPCKLQDQ     Z19, Z24, Z24
+	VPADDD          Z10, Z24, Z24
+	VEXTRACTI64X4   $0x01, Z24, Y10
+	VPADDD          Y10, Y24, Y10
+	VEXTRACTI128    $0x01, Y10, X7
+	VPADDD          X7, X10, X7
+	VPUNPCKLDQ      Z20, Z18, Z10
+	VPUNPCKHDQ      Z20, Z18, Z18
+	VPADDD          Z18, Z10, Z10
+	VPUNPCKLDQ      Z8, Z22, Z19
+	VPUNPCKHDQ      Z8, Z22, Z8
+	VPADDD          Z8, Z19, Z19
+	VPUNPCKHQDQ     Z19, Z10, Z18
+	VPUNPCKLQDQ     Z19, Z10, Z10
+	VPADDD          Z18, Z10, Z10
+	VEXTRACTI64X4   $0x01, Z10, Y8
+	VPADDD          Y8, Y10, Y8
+	VEXTRACTI128    $0x01, Y8, X10
+	VPADDD          X10, X8, X10
+	VPSHUFB         mMask<>+0(SB), X6, X8
+	VPMADDWD        (DI), X8, X9
+	VPMADDWD        16(DI), X8, X11
+	VPMADDWD        32(DI), X8, X12
+	VPMADDWD        48(DI), X8, X13
+	VPUNPCKLDQ      X11, X9, X6
+	VPUNPCKHDQ      X11, X9, X9
+	VPADDD          X9, X6, X6
+	VPUNPCKLDQ      X13, X12, X9
+	VPUNPCKHDQ      X13, X12, X11
+	VPADDD          X11, X9, X9
+	VPUNPCKHQDQ     X9, X6, X11
+	VPUNPCKLQDQ     X9, X6, X6
+	VPADDD          X11, X6, X6
+	VPMADDWD        (R10), X8, X9
+	VPMADDWD        16(R10), X8, X11
+	VPMADDWD        32(R10), X8, X12
+	VPMADDWD        48(R10), X8, X13
+	VPUNPCKLDQ      X11, X9, X8
+	VPUNPCKHDQ      X11, X9, X9
+	VPADDD          X9, X8, X8
+	VPUNPCKLDQ      X13, X12, X9
+	VPUNPCKHDQ      X13, X12, X11
+	VPADDD          X11, X9, X9
+	VPUNPCKHQDQ     X9, X8, X11
+	VPUNPCKLQDQ     X9, X8, X8
+	VPADDD          X11, X8, X8
+	VMOVD           (DX), X9
+	VCVTPH2PS       X9, X9
+	VPERMPS         Y9, Y5, Y11
+	VBROADCASTF128  (SI), Y12
+	VMULPS          Y11, Y12, Y12
+	VCVTDQ2PS       X7, X7
+	VCVTDQ2PS       X6, X6
+	VMULPS          X12, X7, X7
+	VEXTRACTF128    $0x01, Y12, X9
+	VMULPS          X9, X6, X6
+	VSUBPS          X6, X7, X7
+	VADDPS          80(SP), X7, X7
+	VMOVUPS         X7, 80(SP)
+	VBROADCASTF128  (R9), Y6
+	VMULPS          Y11, Y6, Y6
+	VCVTDQ2PS       X10, X7
+	VCVTDQ2PS       X8, X8
+	VMULPS          X6, X7, X7
+	VEXTRACTF128    $0x01, Y6, X6
+	VMULPS          X6, X8, X8
+	VSUBPS          X8, X7, X7
+	VADDPS          96(SP), X7, X7
+	VMOVUPS         X7, 96(SP)
+	ADDQ            $0x80, AX
+	ADDQ            $0x10, CX
+	ADDQ            $0x04, DX
+	ADDQ            $0x00000400, BX
+	ADDQ            $0x10, SI
+	ADDQ            $0x40, DI
+	ADDQ            $0x10, R9
+	ADDQ            $0x40, R10
+	DECQ            8(SP)
+	JNZ             q4_KToksAVX512_sb2
+	MOVQ            o+112(FP), R11
+	VMOVUPS         80(SP), X6
+	CMPQ            24(SP), $0x00
+	JE              q4_KToksAVX512_sb20_store
+	VADDPS          (R11), X6, X6
+
+q4_KToksAVX512_sb20_store:
+	VMOVUPS X6, (R11)
+	ADDQ    $0x10, R11
+	VMOVUPS 96(SP), X6
+	CMPQ    24(SP), $0x00
+	JE      q4_KToksAVX512_sb21_store
+	VADDPS  (R11), X6, X6
+
+q4_KToksAVX512_sb21_store:
+	VMOVUPS X6, (R11)
+	ADDQ    $0x10, R11
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	DECQ    16(SP)
+	JNZ     q4_KToksAVX512_sb2_tile
+	MOVQ    R11, o+112(FP)
+	MOVQ    56(SP), AX
+	ADDQ    ag+72(FP), AX
+	ADDQ    ag+72(FP), AX
+	MOVQ    AX, 56(SP)
+	MOVQ    64(SP), AX
+	ADDQ    dg+80(FP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
+	ADDQ    bg+88(FP), AX
+	ADDQ    bg+88(FP), AX
+	MOVQ    AX, 72(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q4_KToksAVX512_group
+
+q4_KToksAVX512_one:
+	CMPQ (SP), $0x01
+	JL   q4_KToksAVX512_rowdone
+	MOVQ codes+0(FP), AX
+	MOVQ sm+8(FP), CX
+	MOVQ dm+16(FP), DX
+	MOVQ 56(SP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ tiles+144(FP), R8
+	MOVQ R8, 16(SP)
+	MOVQ add+136(FP), R8
+	MOVQ R8, 24(SP)
+
+q4_KToksAVX512_sb1_tile:
+	MOVQ    nsb+96(FP), R8
+	MOVQ    R8, 8(SP)
+	VXORPS  X6, X6, X6
+	VMOVUPS X6, 80(SP)
+
+q4_KToksAVX512_sb1:
+	VBROADCASTI32X4 (CX), Z6
+	VMOVDQU64       (AX), Y14
+	VPSRLW          $0x04, Y14, Y7
+	VINSERTI64X4    $0x01, Y7, Z14, Z14
+	VPANDD          Z0, Z14, Z14
+	VPSHUFB         Z1, Z6, Z8
+	VPMADDUBSW      (BX), Z14, Z10
+	VPMADDWD        Z8, Z10, Z10
+	VPMADDUBSW      256(BX), Z14, Z18
+	VPMADDWD        Z8, Z18, Z18
+	VPMADDUBSW      512(BX), Z14, Z19
+	VPMADDWD        Z8, Z19, Z19
+	VPMADDUBSW      768(BX), Z14, Z20
+	VPMADDWD        Z8, Z20, Z8
+	VMOVDQU64       32(AX), Y15
+	VPSRLW          $0x04, Y15, Y7
+	VINSERTI64X4    $0x01, Y7, Z15, Z15
+	VPANDD          Z0, Z15, Z15
+	VPSHUFB         Z2, Z6, Z20
+	VPMADDUBSW      64(BX), Z15, Z21
+	VPDPWSSD        Z20, Z21, Z10
+	VPMADDUBSW      320(BX), Z15, Z21
+	VPDPWSSD        Z20, Z21, Z18
+	VPMADDUBSW      576(BX), Z15, Z21
+	VPDPWSSD        Z20, Z21, Z19
+	VPMADDUBSW      832(BX), Z15, Z21
+	VPDPWSSD        Z20, Z21, Z8
+	VMOVDQU64       64(AX), Y16
+	VPSRLW          $0x04, Y16, Y7
+	VINSERTI64X4    $0x01, Y7, Z16, Z16
+	VPANDD          Z0, Z16, Z16
+	VPSHUFB         Z3, Z6, Z20
+	VPMADDUBSW      128(BX), Z16, Z21
+	VPDPWSSD        Z20, Z21, Z10
+	VPMADDUBSW      384(BX), Z16, Z21
+	VPDPWSSD        Z20, Z21, Z18
+	VPMADDUBSW      640(BX), Z16, Z21
+	VPDPWSSD        Z20, Z21, Z19
+	VPMADDUBSW      896(BX), Z16, Z21
+	VPDPWSSD        Z20, Z21, Z8
+	VMOVDQU64       96(AX), Y17
+	VPSRLW          $0x04, Y17, Y7
+	VINSERTI64X4    $0x01, Y7, Z17, Z17
+	VPANDD          Z0, Z17, Z17
+	VPSHUFB         Z4, Z6, Z20
+	VPMADDUBSW      192(BX), Z17, Z21
+	VPDPWSSD        Z20, Z21, Z10
+	VPMADDUBSW      448(BX), Z17, Z21
+	VPDPWSSD        Z20, Z21, Z18
+	VPMADDUBSW      704(BX), Z17, Z21
+	VPDPWSSD        Z20, Z21, Z19
+	VPMADDUBSW      960(BX), Z17, Z21
+	VPDPWSSD        Z20, Z21, Z8
+	VPUNPCKLDQ      Z18, Z10, Z20
+	VPUNPCKHDQ      Z18, Z10, Z10
+	VPADDD          Z10, Z20, Z20
+	VPUNPCKLDQ      Z8, Z19, Z18
+	VPUNPCKHDQ      Z8, Z19, Z8
+	VPADDD          Z8, Z18, Z18
+	VPUNPCKHQDQ     Z18, Z20, Z10
+	VPUNPCKLQDQ     Z18, Z20, Z20
+	VPADDD          Z10, Z20, Z20
+	VEXTRACTI64X4   $0x01, Z20, Y7
+	VPADDD          Y7, Y20, Y7
+	VEXTRACTI128    $0x01, Y7, X8
+	VPADDD          X8, X7, X8
+	VPSHUFB         mMask<>+0(SB), X6, X6
+	VPMADDWD        (DI), X6, X7
+	VPMADDWD        16(DI), X6, X9
+	VPMADDWD        32(DI), X6, X10
+	VPMADDWD        48(DI), X6, X11
+	VPUNPCKLDQ      X9, X7, X6
+	VPUNPCKHDQ      X9, X7, X7
+	VPADDD          X7, X6, X6
+	VPUNPCKLDQ      X11, X10, X7
+	VPUNPCKHDQ      X11, X10, X9
+	VPADDD          X9, X7, X7
+	VPUNPCKHQDQ     X7, X6, X9
+	VPUNPCKLQDQ     X7, X6, X6
+	VPADDD          X9, X6, X6
+	VMOVD           (DX), X9
+	VCVTPH2PS       X9, X9
+	VPERMPS         Y9, Y5, Y7
+	VBROADCASTF128  (SI), Y10
+	VMULPS          Y7, Y10, Y10
+	VCVTDQ2PS       X8, X7
+	VCVTDQ2PS       X6, X6
+	VMULPS          X10, X7, X7
+	VEXTRACTF128    $0x01, Y10, X8
+	VMULPS          X8, X6, X6
+	VSUBPS          X6, X7, X7
+	VADDPS          80(SP), X7, X7
+	VMOVUPS         X7, 80(SP)
+	ADDQ            $0x80, AX
+	ADDQ            $0x10, CX
+	ADDQ            $0x04, DX
+	ADDQ            $0x00000400, BX
+	ADDQ            $0x10, SI
+	ADDQ            $0x40, DI
+	DECQ            8(SP)
+	JNZ             q4_KToksAVX512_sb1
+	MOVQ            o+112(FP), R8
+	VMOVUPS         80(SP), X6
+	CMPQ            24(SP), $0x00
+	JE              q4_KToksAVX512_sb10_store
+	VADDPS          (R8), X6, X6
+
+q4_KToksAVX512_sb10_store:
+	VMOVUPS X6, (R8)
+	ADDQ    $0x10, R8
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	DECQ    16(SP)
+	JNZ     q4_KToksAVX512_sb1_tile
+	MOVQ    R8, o+112(FP)
+	MOVQ    56(SP), AX
+	ADDQ    ag+72(FP), AX
+	MOVQ    AX, 56(SP)
+	MOVQ    64(SP), AX
+	ADDQ    dg+80(FP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
+	ADDQ    bg+88(FP), AX
+	MOVQ    AX, 72(SP)
+	SUBQ    $0x01, (SP)
+
+q4_KToksAVX512_rowdone:
+	MOVQ o+112(FP), AX
+	MOVQ groups+104(FP), CX
+	SHLQ $0x04, CX
+	SUBQ CX, AX
+	ADDQ ostride+120(FP), AX
+	MOVQ AX, o+112(FP)
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+24(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ sm+8(FP), AX
+	ADDQ mstride+32(FP), AX
+	MOVQ AX, sm+8(FP)
+	MOVQ dm+16(FP), AX
+	ADDQ dstride+40(FP), AX
+	MOVQ AX, dm+16(FP)
+	DECQ rows+128(FP)
+	JMP  q4_KToksAVX512_rows
+
+q4_KToksAVX512_done:
+	VZEROUPPER
+	RET
+
+// func q5_KToksAVX512(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, F16C
+TEXT ·q5_KToksAVX512(SB), NOSPLIT, $120-176
+	MOVQ         nsb+112(FP), AX
+	SHLQ         $0x07, AX
+	NEGQ         AX
+	ADDQ         tstride+168(FP), AX
+	MOVQ         AX, 32(SP)
+	MOVQ         nsb+112(FP), AX
+	SHLQ         $0x04, AX
+	NEGQ         AX
+	ADDQ         tstride+168(FP), AX
+	MOVQ         AX, 40(SP)
+	MOVQ         nsb+112(FP), AX
+	SHLQ         $0x02, AX
+	NEGQ         AX
+	ADDQ         tstride+168(FP), AX
+	MOVQ         AX, 48(SP)
+	MOVQ         nsb+112(FP), AX
+	SHLQ         $0x05, AX
+	NEGQ         AX
+	ADDQ         tstride+168(FP), AX
+	MOVQ         AX, 56(SP)
+	VPBROADCASTD c0Fx4<>+0(SB), Z0
+	VMOVDQU64    scMaskP0<>+0(SB), Z1
+	VMOVDQU64    scMaskP1<>+0(SB), Z2
+	VMOVDQU64    scMaskP2<>+0(SB), Z3
+	VMOVDQU64    scMaskP3<>+0(SB), Z4
+	VMOVDQU64    idx01<>+0(SB), Y5
+	VMOVDQU64    hShufZ<>+0(SB), Z6
+	VPBROADCASTD c10x4<>+0(SB), Z8
+	VMOVDQU64    hBitLH<>+0(SB), Z7
+	MOVL         $0x000000f0, AX
+	KMOVW        AX, K1
+
+q5_KToksAVX512_rows:
+	CMPQ rows+144(FP), $0x00
+	JE   q5_KToksAVX512_done
+	MOVQ a+64(FP), AX
+	MOVQ AX, 64(SP)
+	MOVQ d+72(FP), AX
+	MOVQ AX, 72(SP)
+	MOVQ bp+80(FP), AX
+	MOVQ AX, 80(SP)
+	MOVQ groups+120(FP), AX
+	MOVQ AX, (SP)
+
+q5_KToksAVX512_group:
+	CMPQ (SP), $0x02
+	JL   q5_KToksAVX512_one
+	MOVQ codes+0(FP), AX
+	MOVQ sm+16(FP), CX
+	MOVQ dm+24(FP), DX
+	MOVQ high+8(FP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ 80(SP), R8
+	MOVQ ag+88(FP), R9
+	MOVQ DI, R10
+	ADDQ dg+96(FP), R10
+	MOVQ R8, R11
+	ADDQ bg+104(FP), R11
+	MOVQ tiles+160(FP), R12
+	MOVQ R12, 16(SP)
+	MOVQ add+152(FP), R12
+	MOVQ R12, 24(SP)
+
+q5_KToksAVX512_sb2_tile:
+	MOVQ    nsb+112(FP), R12
+	MOVQ    R12, 8(SP)
+	VXORPS  X9, X9, X9
+	VMOVUPS X9, 88(SP)
+	VMOVUPS X9, 104(SP)
+
+q5_KToksAVX512_sb2:
+	VBROADCASTI32X4 (CX), Z9
+	VMOVDQU64       (AX), Y10
+	VPSRLW          $0x04, Y10, Y11
+	VINSERTI64X4    $0x01, Y11, Z10, Z10
+	VPANDD          Z0, Z10, Z10
+	VPBROADCASTQ    (BX), Z11
+	VPSHUFB         Z6, Z11, Z11
+	VPTESTMB        Z7, Z11, K1
+	VPADDB          Z8, Z10, K1, Z10
+	VPSHUFB         Z1, Z9, Z11
+	VPMADDUBSW      (SI), Z10, Z20
+	VPMADDWD        Z11, Z20, Z20
+	VPMADDUBSW      (SI)(R9*1), Z10, Z21
+	VPMADDWD        Z11, Z21, Z21
+	VPMADDUBSW      256(SI), Z10, Z22
+	VPMADDWD        Z11, Z22, Z22
+	VPMADDUBSW      256(SI)(R9*1), Z10, Z23
+	VPMADDWD        Z11, Z23, Z23
+	VPMADDUBSW      512(SI), Z10, Z24
+	VPMADDWD        Z11, Z24, Z24
+	VPMADDUBSW      512(SI)(R9*1), Z10, Z25
+	VPMADDWD        Z11, Z25, Z25
+	VPMADDUBSW      768(SI), Z10, Z26
+	VPMADDWD        Z11, Z26, Z26
+	VPMADDUBSW      768(SI)(R9*1), Z10, Z27
+	VPMADDWD        Z11, Z27, Z11
+	VMOVDQU64       32(AX), Y13
+	VPSRLW          $0x04, Y13, Y10
+	VINSERTI64X4    $0x01, Y10, Z13, Z13
+	VPANDD          Z0, Z13, Z13
+	VPBROADCASTQ    8(BX), Z27
+	VPSHUFB         Z6, Z27, Z27
+	VPTESTMB        Z7, Z27, K1
+	VPADDB          Z8, Z13, K1, Z13
+	VPSHUFB         Z2, Z9, Z27
+	VPMADDUBSW      64(SI), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z20
+	VPMADDUBSW      64(SI)(R9*1), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z21
+	VPMADDUBSW      320(SI), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z22
+	VPMADDUBSW      320(SI)(R9*1), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z23
+	VPMADDUBSW      576(SI), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z24
+	VPMADDUBSW      576(SI)(R9*1), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z25
+	VPMADDUBSW      832(SI), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z26
+	VPMADDUBSW      832(SI)(R9*1), Z13, Z28
+	VPDPWSSD        Z27, Z28, Z11
+	VMOVDQU64       64(AX), Y14
+	VPSRLW          $0x04, Y14, Y10
+	VINSERTI64X4    $0x01, Y10, Z14, Z14
+	VPANDD          Z0, Z14, Z14
+	VPBROADCASTQ    16(BX), Z27
+	VPSHUFB         Z6, Z27, Z27
+	VPTESTMB        Z7, Z27, K1
+	VPADDB          Z8, Z14, K1, Z14
+	VPSHUFB         Z3, Z9, Z27
+	VPMADDUBSW      128(SI), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z20
+	VPMADDUBSW      128(SI)(R9*1), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z21
+	VPMADDUBSW      384(SI), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z22
+	VPMADDUBSW      384(SI)(R9*1), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z23
+	VPMADDUBSW      640(SI), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z24
+	VPMADDUBSW      640(SI)(R9*1), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z25
+	VPMADDUBSW      896(SI), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z26
+	VPMADDUBSW      896(SI)(R9*1), Z14, Z28
+	VPDPWSSD        Z27, Z28, Z11
+	VMOVDQU64       96(AX), Y15
+	VPSRLW          $0x04, Y15, Y10
+	VINSERTI64X4    $0x01, Y10, Z15, Z15
+	VPANDD          Z0, Z15, Z15
+	VPBROADCASTQ    24(BX), Z27
+	VPSHUFB         Z6, Z27, Z27
+	VPTESTMB        Z7, Z27, K1
+	VPADDB          Z8, Z15, K1, Z15
+	VPSHUFB         Z4, Z9, Z27
+	VPMADDUBSW      192(SI), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z20
+	VPMADDUBSW      192(SI)(R9*1), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z21
+	VPMADDUBSW      448(SI), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z22
+	VPMADDUBSW      448(SI)(R9*1), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z23
+	VPMADDUBSW      704(SI), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z24
+	VPMADDUBSW      704(SI)(R9*1), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z25
+	VPMADDUBSW      960(SI), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z26
+	VPMADDUBSW      960(SI)(R9*1), Z15, Z28
+	VPDPWSSD        Z27, Z28, Z11
+	VPUNPCKLDQ      Z22, Z20, Z27
+	VPUNPCKHDQ      Z22, Z20, Z20
+	VPADDD          Z20, Z27, Z27
+	VPUNPCKLDQ      Z26, Z24, Z22
+	VPUNPCKHDQ      Z26, Z24, Z20
+	VPADDD          Z20, Z22, Z22
+	VPUNPCKHQDQ     Z22, Z27, Z20
+	VPUNPCKLQDQ     Z22, Z27, Z27
+	VPADDD          Z20, Z27, Z27
+	VEXTRACTI64X4   $0x01, Z27, Y13
+	VPADDD          Y13, Y27, Y13
+	VEXTRACTI128    $0x01, Y13, X10
+	VPADDD          X10, X13, X10
+	VPUNPCKLDQ      Z23, Z21, Z20
+	VPUNPCKHDQ      Z23, Z21, Z21
+	VPADDD          Z21, Z20, Z20
+	VPUNPCKLDQ      Z11, Z25, Z22
+	VPUNPCKHDQ      Z11, Z25, Z11
+	VPADDD          Z11, Z22, Z22
+	VPUNPCKHQDQ     Z22, Z20, Z21
+	VPUNPCKLQDQ     Z22, Z20, Z20
+	VPADDD          Z21, Z20, Z20
+	VEXTRACTI64X4   $0x01, Z20, Y11
+	VPADDD          Y11, Y20, Y11
+	VEXTRACTI128    $0x01, Y11, X13
+	VPADDD          X13, X11, X13
+	VPSHUFB         mMask<>+0(SB), X9, X11
+	VPMADDWD        (R8), X11, X12
+	VPMADDWD        16(R8), X11, X14
+	VPMADDWD        32(R8), X11, X15
+	VPMADDWD        48(R8), X11, X16
+	VPUNPCKLDQ      X14, X12, X9
+	VPUNPCKHDQ      X14, X12, X12
+	VPADDD          X12, X9, X9
+	VPUNPCKLDQ      X16, X15, X12
+	VPUNPCKHDQ      X16, X15, X14
+	VPADDD          X14, X12, X12
+	VPUNPCKHQDQ     X12, X9, X14
+	VPUNPCKLQDQ     X12, X9, X9
+	VPADDD          X14, X9, X9
+	VPMADDWD        (R11), X11, X12
+	VPMADDWD        16(R11), X11, X14
+	VPMADDWD        32(R11), X11, X15
+	VPMADDWD        48(R11), X11, X16
+	VPUNPCKLDQ      X14, X12, X11
+	VPUNPCKHDQ      X14, X12, X12
+	VPADDD          X12, X11, X11
+	VPUNPCKLDQ      X16, X15, X12
+	VPUNPCKHDQ      X16, X15, X14
+	VPADDD          X14, X12, X12
+	VPUNPCKHQDQ     X12, X11, X14
+	VPUNPCKLQDQ     X12, X11, X11
+	VPADDD          X14, X11, X11
+	VMOVD           (DX), X12
+	VCVTPH2PS       X12, X12
+	VPERMPS         Y12, Y5, Y14
+	VBROADCASTF128  (DI), Y15
+	VMULPS          Y14, Y15, Y15
+	VCVTDQ2PS       X10, X10
+	VCVTDQ2PS       X9, X9
+	VMULPS          X15, X10, X10
+	VEXTRACTF128    $0x01, Y15, X12
+	VMULPS          X12, X9, X9
+	VSUBPS          X9, X10, X10
+	VADDPS          88(SP), X10, X10
+	VMOVUPS         X10, 88(SP)
+	VBROADCASTF128  (R10), Y9
+	VMULPS          Y14, Y9, Y9
+	VCVTDQ2PS       X13, X10
+	VCVTDQ2PS       X11, X11
+	VMULPS          X9, X10, X10
+	VEXTRACTF128    $0x01, Y9, X9
+	VMULPS          X9, X11, X11
+	VSUBPS          X11, X10, X10
+	VADDPS          104(SP), X10, X10
+	VMOVUPS         X10, 104(SP)
+	ADDQ            $0x80, AX
+	ADDQ            $0x20, BX
+	ADDQ            $0x10, CX
+	ADDQ            $0x04, DX
+	ADDQ            $0x00000400, SI
+	ADDQ            $0x10, DI
+	ADDQ            $0x40, R8
+	ADDQ            $0x10, R10
+	ADDQ            $0x40, R11
+	DECQ            8(SP)
+	JNZ             q5_KToksAVX512_sb2
+	MOVQ            o+128(FP), R12
+	VMOVUPS         88(SP), X9
+	CMPQ            24(SP), $0x00
+	JE              q5_KToksAVX512_sb20_store
+	VADDPS          (R12), X9, X9
+
+q5_KToksAVX512_sb20_store:
+	VMOVUPS X9, (R12)
+	ADDQ    $0x10, R12
+	VMOVUPS 104(SP), X9
+	CMPQ    24(SP), $0x00
+	JE      q5_KToksAVX512_sb21_store
+	VADDPS  (R12), X9, X9
+
+q5_KToksAVX512_sb21_store:
+	VMOVUPS X9, (R12)
+	ADDQ    $0x10, R12
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	ADDQ    56(SP), BX
+	DECQ    16(SP)
+	JNZ     q5_KToksAVX512_sb2_tile
+	MOVQ    R12, o+128(FP)
+	MOVQ    64(SP), AX
+	ADDQ    ag+88(FP), AX
+	ADDQ    ag+88(FP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
+	ADDQ    dg+96(FP), AX
+	ADDQ    dg+96(FP), AX
+	MOVQ    AX, 72(SP)
+	MOVQ    80(SP), AX
+	ADDQ    bg+104(FP), AX
+	ADDQ    bg+104(FP), AX
+	MOVQ    AX, 80(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q5_KToksAVX512_group
+
+q5_KToksAVX512_one:
+	CMPQ (SP), $0x01
+	JL   q5_KToksAVX512_rowdone
+	MOVQ codes+0(FP), AX
+	MOVQ sm+16(FP), CX
+	MOVQ dm+24(FP), DX
+	MOVQ high+8(FP), BX
+	MOVQ 64(SP), SI
+	MOVQ 72(SP), DI
+	MOVQ 80(SP), R8
+	MOVQ tiles+160(FP), R9
+	MOVQ R9, 16(SP)
+	MOVQ add+152(FP), R9
+	MOVQ R9, 24(SP)
+
+q5_KToksAVX512_sb1_tile:
+	MOVQ    nsb+112(FP), R9
+	MOVQ    R9, 8(SP)
+	VXORPS  X9, X9, X9
+	VMOVUPS X9, 88(SP)
+
+q5_KToksAVX512_sb1:
+	VBROADCASTI32X4 (CX), Z9
+	VMOVDQU64       (AX), Y16
+	VPSRLW          $0x04, Y16, Y10
+	VINSERTI64X4    $0x01, Y10, Z16, Z16
+	VPANDD          Z0, Z16, Z16
+	VPBROADCASTQ    (BX), Z11
+	VPSHUFB         Z6, Z11, Z11
+	VPTESTMB        Z7, Z11, K1
+	VPADDB          Z8, Z16, K1, Z16
+	VPSHUFB         Z1, Z9, Z11
+	VPMADDUBSW      (SI), Z16, Z20
+	VPMADDWD        Z11, Z20, Z20
+	VPMADDUBSW      256(SI), Z16, Z21
+	VPMADDWD        Z11, Z21, Z21
+	VPMADDUBSW      512(SI), Z16, Z22
+	VPMADDWD        Z11, Z22, Z22
+	VPMADDUBSW      768(SI), Z16, Z23
+	VPMADDWD        Z11, Z23, Z11
+	VMOVDQU64       32(AX), Y17
+	VPSRLW          $0x04, Y17, Y10
+	VINSERTI64X4    $0x01, Y10, Z17, Z17
+	VPANDD          Z0, Z17, Z17
+	VPBROADCASTQ    8(BX), Z23
+	VPSHUFB         Z6, Z23, Z23
+	VPTESTMB        Z7, Z23, K1
+	VPADDB          Z8, Z17, K1, Z17
+	VPSHUFB         Z2, Z9, Z23
+	VPMADDUBSW      64(SI), Z17, Z24
+	VPDPWSSD        Z23, Z24, Z20
+	VPMADDUBSW      320(SI), Z17, Z24
+	VPDPWSSD        Z23, Z24, Z21
+	VPMADDUBSW      576(SI), Z17, Z24
+	VPDPWSSD        Z23, Z24, Z22
+	VPMADDUBSW      832(SI), Z17, Z24
+	VPDPWSSD        Z23, Z24, Z11
+	VMOVDQU64       64(AX), Y18
+	VPSRLW          $0x04, Y18, Y10
+	VINSERTI64X4    $0x01, Y10, Z18, Z18
+	VPANDD          Z0, Z18, Z18
+	VPBROADCASTQ    16(BX), Z23
+	VPSHUFB         Z6, Z23, Z23
+	VPTESTMB        Z7, Z23, K1
+	VPADDB          Z8, Z18, K1, Z18
+	VPSHUFB         Z3, Z9, Z23
+	VPMADDUBSW      128(SI), Z18, Z24
+	VPDPWSSD        Z23, Z24, Z20
+	VPMADDUBSW      384(SI), Z18, Z24
+	VPDPWSSD        Z23, Z24, Z21
+	VPMADDUBSW      640(SI), Z18, Z24
+	VPDPWSSD        Z23, Z24, Z22
+	VPMADDUBSW      896(SI), Z18, Z24
+	VPDPWSSD        Z23, Z24, Z11
+	VMOVDQU64       96(AX), Y19
+	VPSRLW          $0x04, Y19, Y10
+	VINSERTI64X4    $0x01, Y10, Z19, Z19
+	VPANDD          Z0, Z19, Z19
+	VPBROADCASTQ    24(BX), Z23
+	VPSHUFB         Z6, Z23, Z23
+	VPTESTMB        Z7, Z23, K1
+	VPADDB          Z8, Z19, K1, Z19
+	VPSHUFB         Z4, Z9, Z23
+	VPMADDUBSW      192(SI), Z19, Z24
+	VPDPWSSD        Z23, Z24, Z20
+	VPMADDUBSW      448(SI), Z19, Z24
+	VPDPWSSD        Z23, Z24, Z21
+	VPMADDUBSW      704(SI), Z19, Z24
+	VPDPWSSD        Z23, Z24, Z22
+	VPMADDUBSW      960(SI), Z19, Z24
+	VPDPWSSD        Z23, Z24, Z11
+	VPUNPCKLDQ      Z21, Z20, Z23
+	VPUNPCKHDQ      Z21, Z20, Z20
+	VPADDD          Z20, Z23, Z23
+	VPUNPCKLDQ      Z11, Z22, Z21
+	VPUNPCKHDQ      Z11, Z22, Z11
+	VPADDD          Z11, Z21, Z21
+	VPUNPCKHQDQ     Z21, Z23, Z20
+	VPUNPCKLQDQ     Z21, Z23, Z23
+	VPADDD          Z20, Z23, Z23
+	VEXTRACTI64X4   $0x01, Z23, Y10
+	VPADDD          Y10, Y23, Y10
+	VEXTRACTI128    $0x01, Y10, X11
+	VPADDD          X11, X10, X11
+	VPSHUFB         mMask<>+0(SB), X9, X9
+	VPMADDWD        (R8), X9, X10
+	VPMADDWD        16(R8), X9, X12
+	VPMADDWD        32(R8), X9, X13
+	VPMADDWD        48(R8), X9, X14
+	VPUNPCKLDQ      X12, X10, X9
+	VPUNPCKHDQ      X12, X10, X10
+	VPADDD          X10, X9, X9
+	VPUNPCKLDQ      X14, X13, X10
+	VPUNPCKHDQ      X14, X13, X12
+	VPADDD          X12, X10, X10
+	VPUNPCKHQDQ     X10, X9, X12
+	VPUNPCKLQDQ     X10, X9, X9
+	VPADDD          X12, X9, X9
+	VMOVD           (DX), X12
+	VCVTPH2PS       X12, X12
+	VPERMPS         Y12, Y5, Y10
+	VBROADCASTF128  (DI), Y13
+	VMULPS          Y10, Y13, Y13
+	VCVTDQ2PS       X11, X10
+	VCVTDQ2PS       X9, X9
+	VMULPS          X13, X10, X10
+	VEXTRACTF128    $0x01, Y13, X11
+	VMULPS          X11, X9, X9
+	VSUBPS          X9, X10, X10
+	VADDPS          88(SP), X10, X10
+	VMOVUPS         X10, 88(SP)
+	ADDQ            $0x80, AX
+	ADDQ            $0x20, BX
+	ADDQ            $0x10, CX
+	ADDQ            $0x04, DX
+	ADDQ            $0x00000400, SI
+	ADDQ            $0x10, DI
+	ADDQ            $0x40, R8
+	DECQ            8(SP)
+	JNZ             q5_KToksAVX512_sb1
+	MOVQ            o+128(FP), R9
+	VMOVUPS         88(SP), X9
+	CMPQ            24(SP), $0x00
+	JE              q5_KToksAVX512_sb10_store
+	VADDPS          (R9), X9, X9
+
+q5_KToksAVX512_sb10_store:
+	VMOVUPS X9, (R9)
+	ADDQ    $0x10, R9
+	MOVQ    $0x00000001, 24(SP)
+	ADDQ    32(SP), AX
+	ADDQ    40(SP), CX
+	ADDQ    48(SP), DX
+	ADDQ    56(SP), BX
+	DECQ    16(SP)
+	JNZ     q5_KToksAVX512_sb1_tile
+	MOVQ    R9, o+128(FP)
+	MOVQ    64(SP), AX
+	ADDQ    ag+88(FP), AX
+	MOVQ    AX, 64(SP)
+	MOVQ    72(SP), AX
+	ADDQ    dg+96(FP), AX
+	MOVQ    AX, 72(SP)
+	MOVQ    80(SP), AX
+	ADDQ    bg+104(FP), AX
+	MOVQ    AX, 80(SP)
+	SUBQ    $0x01, (SP)
+
+q5_KToksAVX512_rowdone:
+	MOVQ o+128(FP), AX
+	MOVQ groups+120(FP), CX
+	SHLQ $0x04, CX
+	SUBQ CX, AX
+	ADDQ ostride+136(FP), AX
+	MOVQ AX, o+128(FP)
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+32(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ sm+16(FP), AX
+	ADDQ mstride+48(FP), AX
+	MOVQ AX, sm+16(FP)
+	MOVQ dm+24(FP), AX
+	ADDQ dstride+56(FP), AX
+	MOVQ AX, dm+24(FP)
+	MOVQ high+8(FP), AX
+	ADDQ hstride+40(FP), AX
+	MOVQ AX, high+8(FP)
+	DECQ rows+144(FP)
+	JMP  q5_KToksAVX512_rows
+
+q5_KToksAVX512_done:
+	VZEROUPPER
+	RET
+
+// func q6_KToksAVX512(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, ag int, dg int, nsb int, groups int, o *float32, ostride int, rows int, add int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512_VNNI, F16C
+TEXT ·q6_KToksAVX512(SB), NOSPLIT, $64-128
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 wIdxZ0<>+0(SB), Z1
+	VMOVDQU64 wIdxZ1<>+0(SB), Z2
+	VMOVDQU64 wIdxZ2<>+0(SB), Z3
+	VMOVDQU64 wIdxZ3<>+0(SB), Z4
+
+q6_KToksAVX512_rows:
+	CMPQ rows+112(FP), $0x00
+	JE   q6_KToksAVX512_done
+	MOVQ a+48(FP), AX
+	MOVQ AX, 16(SP)
+	MOVQ d+56(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ groups+88(FP), AX
+	MOVQ AX, (SP)
+
+q6_KToksAVX512_group:
+	CMPQ    (SP), $0x02
+	JL      q6_KToksAVX512_one
+	MOVQ    codes+0(FP), AX
+	MOVQ    scales+8(FP), CX
+	MOVQ    dp+16(FP), DX
+	MOVQ    16(SP), BX
+	MOVQ    24(SP), SI
+	MOVQ    ag+64(FP), DI
+	MOVQ    SI, R8
+	ADDQ    dg+72(FP), R8
+	MOVQ    nsb+80(FP), R9
+	MOVQ    R9, 8(SP)
+	VXORPS  X5, X5, X5
+	VMOVUPS X5, 32(SP)
+	VMOVUPS X5, 48(SP)
+
+q6_KToksAVX512_sb2:
+	VPMOVSXBW     (CX), Y5
+	VMOVDQU64     (AX), Z6
+	VPMOVB2M      Z6, K1
+	VPABSB        Z6, Z6
+	VPERMW        Z5, Z1, Z7
+	VMOVDQU64     (BX), Z8
+	VPSUBB        Z8, Z0, K1, Z8
+	VPMADDUBSW    Z8, Z6, Z8
+	VPMADDWD      Z7, Z8, Z8
+	VMOVDQU64     (BX)(DI*1), Z9
+	VPSUBB        Z9, Z0, K1, Z9
+	VPMADDUBSW    Z9, Z6, Z9
+	VPMADDWD      Z7, Z9, Z9
+	VMOVDQU64     256(BX), Z10
+	VPSUBB        Z10, Z0, K1, Z10
+	VPMADDUBSW    Z10, Z6, Z10
+	VPMADDWD      Z7, Z10, Z10
+	VMOVDQU64     256(BX)(DI*1), Z11
+	VPSUBB        Z11, Z0, K1, Z11
+	VPMADDUBSW    Z11, Z6, Z11
+	VPMADDWD      Z7, Z11, Z11
+	VMOVDQU64     512(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z6, Z12
+	VPMADDWD      Z7, Z12, Z12
+	VMOVDQU64     512(BX)(DI*1), Z13
+	VPSUBB        Z13, Z0, K1, Z13
+	VPMADDUBSW    Z13, Z6, Z13
+	VPMADDWD      Z7, Z13, Z13
+	VMOVDQU64     768(BX), Z14
+	VPSUBB        Z14, Z0, K1, Z14
+	VPMADDUBSW    Z14, Z6, Z14
+	VPMADDWD      Z7, Z14, Z14
+	VMOVDQU64     768(BX)(DI*1), Z15
+	VPSUBB        Z15, Z0, K1, Z15
+	VPMADDUBSW    Z15, Z6, Z15
+	VPMADDWD      Z7, Z15, Z6
+	VMOVDQU64     64(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z2, Z15
+	VMOVDQU64     64(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z8
+	VMOVDQU64     64(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z9
+	VMOVDQU64     320(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z10
+	VMOVDQU64     320(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z11
+	VMOVDQU64     576(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z12
+	VMOVDQU64     576(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z13
+	VMOVDQU64     832(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z14
+	VMOVDQU64     832(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z6
+	VMOVDQU64     128(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z3, Z15
+	VMOVDQU64     128(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z8
+	VMOVDQU64     128(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z9
+	VMOVDQU64     384(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z10
+	VMOVDQU64     384(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z11
+	VMOVDQU64     640(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z12
+	VMOVDQU64     640(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z13
+	VMOVDQU64     896(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z14
+	VMOVDQU64     896(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z6
+	VMOVDQU64     192(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z4, Z15
+	VMOVDQU64     192(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z8
+	VMOVDQU64     192(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z9
+	VMOVDQU64     448(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z10
+	VMOVDQU64     448(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z11
+	VMOVDQU64     704(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z12
+	VMOVDQU64     704(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z13
+	VMOVDQU64     960(BX), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z14
+	VMOVDQU64     960(BX)(DI*1), Z16
+	VPSUBB        Z16, Z0, K1, Z16
+	VPMADDUBSW    Z16, Z7, Z16
+	VPDPWSSD      Z15, Z16, Z6
+	VPUNPCKLDQ    Z10, Z8, Z7
+	VPUNPCKHDQ    Z10, Z8, Z8
+	VPADDD        Z8, Z7, Z7
+	VPUNPCKLDQ    Z14, Z12, Z10
+	VPUNPCKHDQ    Z14, Z12, Z8
+	VPADDD        Z8, Z10, Z10
+	VPUNPCKHQDQ   Z10, Z7, Z8
+	VPUNPCKLQDQ   Z10, Z7, Z7
+	VPADDD        Z8, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y5
+	VPADDD        Y5, Y7, Y5
+	VEXTRACTI128  $0x01, Y5, X7
+	VPADDD        X7, X5, X7
+	VPUNPCKLDQ    Z11, Z9, Z8
+	VPUNPCKHDQ    Z11, Z9, Z9
+	VPADDD        Z9, Z8, Z8
+	VPUNPCKLDQ    Z6, Z13, Z10
+	VPUNPCKHDQ    Z6, Z13, Z6
+	VPADDD        Z6, Z10, Z10
+	VPUNPCKHQDQ   Z10, Z8, Z9
+	VPUNPCKLQDQ   Z10, Z8, Z8
+	VPADDD        Z9, Z8, Z8
+	VEXTRACTI64X4 $0x01, Z8, Y5
+	VPADDD        Y5, Y8, Y5
+	VEXTRACTI128  $0x01, Y5, X6
+	VPADDD        X6, X5, X6
+	MOVWLZX       (DX), R9
+	VMOVD         R9, X5
+	VCVTPH2PS     X5, X5
+	VBROADCASTSS  X5, X5
+	VCVTDQ2PS     X7, X7
+	VMULPS        (SI), X5, X8
+	VMULPS        X8, X7, X7
+	VADDPS        32(SP), X7, X7
+	VMOVUPS       X7, 32(SP)
+	VCVTDQ2PS     X6, X6
+	VMULPS        (R8), X5, X5
+	VMULPS        X5, X6, X6
+	VADDPS        48(SP), X6, X6
+	VMOVUPS       X6, 48(SP)
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x10, CX
+	ADDQ          $0x02, DX
+	ADDQ          $0x00000400, BX
+	ADDQ          $0x10, SI
+	ADDQ          $0x10, R8
+	DECQ          8(SP)
+	JNZ           q6_KToksAVX512_sb2
+	MOVQ          o+96(FP), AX
+	VMOVUPS       32(SP), X5
+	CMPQ          add+120(FP), $0x00
+	JE            q6_KToksAVX512_sb20_store
+	VADDPS        (AX), X5, X5
+
+q6_KToksAVX512_sb20_store:
+	VMOVUPS X5, (AX)
+	ADDQ    $0x10, AX
+	VMOVUPS 48(SP), X5
+	CMPQ    add+120(FP), $0x00
+	JE      q6_KToksAVX512_sb21_store
+	VADDPS  (AX), X5, X5
+
+q6_KToksAVX512_sb21_store:
+	VMOVUPS X5, (AX)
+	ADDQ    $0x10, AX
+	MOVQ    AX, o+96(FP)
+	MOVQ    16(SP), AX
+	ADDQ    ag+64(FP), AX
+	ADDQ    ag+64(FP), AX
+	MOVQ    AX, 16(SP)
+	MOVQ    24(SP), AX
+	ADDQ    dg+72(FP), AX
+	ADDQ    dg+72(FP), AX
+	MOVQ    AX, 24(SP)
+	SUBQ    $0x02, (SP)
+	JMP     q6_KToksAVX512_group
+
+q6_KToksAVX512_one:
+	CMPQ    (SP), $0x01
+	JL      q6_KToksAVX512_rowdone
+	MOVQ    codes+0(FP), AX
+	MOVQ    scales+8(FP), CX
+	MOVQ    dp+16(FP), DX
+	MOVQ    16(SP), BX
+	MOVQ    24(SP), SI
+	MOVQ    nsb+80(FP), DI
+	MOVQ    DI, 8(SP)
+	VXORPS  X5, X5, X5
+	VMOVUPS X5, 32(SP)
+
+q6_KToksAVX512_sb1:
+	VPMOVSXBW     (CX), Y5
+	VMOVDQU64     (AX), Z6
+	VPMOVB2M      Z6, K1
+	VPABSB        Z6, Z6
+	VPERMW        Z5, Z1, Z7
+	VMOVDQU64     (BX), Z8
+	VPSUBB        Z8, Z0, K1, Z8
+	VPMADDUBSW    Z8, Z6, Z8
+	VPMADDWD      Z7, Z8, Z8
+	VMOVDQU64     256(BX), Z9
+	VPSUBB        Z9, Z0, K1, Z9
+	VPMADDUBSW    Z9, Z6, Z9
+	VPMADDWD      Z7, Z9, Z9
+	VMOVDQU64     512(BX), Z10
+	VPSUBB        Z10, Z0, K1, Z10
+	VPMADDUBSW    Z10, Z6, Z10
+	VPMADDWD      Z7, Z10, Z10
+	VMOVDQU64     768(BX), Z11
+	VPSUBB        Z11, Z0, K1, Z11
+	VPMADDUBSW    Z11, Z6, Z11
+	VPMADDWD      Z7, Z11, Z6
+	VMOVDQU64     64(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z2, Z11
+	VMOVDQU64     64(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z8
+	VMOVDQU64     320(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z9
+	VMOVDQU64     576(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z10
+	VMOVDQU64     832(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z6
+	VMOVDQU64     128(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z3, Z11
+	VMOVDQU64     128(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z8
+	VMOVDQU64     384(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z9
+	VMOVDQU64     640(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z10
+	VMOVDQU64     896(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z6
+	VMOVDQU64     192(AX), Z7
+	VPMOVB2M      Z7, K1
+	VPABSB        Z7, Z7
+	VPERMW        Z5, Z4, Z11
+	VMOVDQU64     192(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z8
+	VMOVDQU64     448(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z9
+	VMOVDQU64     704(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z10
+	VMOVDQU64     960(BX), Z12
+	VPSUBB        Z12, Z0, K1, Z12
+	VPMADDUBSW    Z12, Z7, Z12
+	VPDPWSSD      Z11, Z12, Z6
+	VPUNPCKLDQ    Z9, Z8, Z7
+	VPUNPCKHDQ    Z9, Z8, Z8
+	VPADDD        Z8, Z7, Z7
+	VPUNPCKLDQ    Z6, Z10, Z9
+	VPUNPCKHDQ    Z6, Z10, Z6
+	VPADDD        Z6, Z9, Z9
+	VPUNPCKHQDQ   Z9, Z7, Z8
+	VPUNPCKLQDQ   Z9, Z7, Z7
+	VPADDD        Z8, Z7, Z7
+	VEXTRACTI64X4 $0x01, Z7, Y5
+	VPADDD        Y5, Y7, Y5
+	VEXTRACTI128  $0x01, Y5, X6
+	VPADDD        X6, X5, X6
+	MOVWLZX       (DX), DI
+	VMOVD         DI, X5
+	VCVTPH2PS     X5, X5
+	VBROADCASTSS  X5, X5
+	VCVTDQ2PS     X6, X6
+	VMULPS        (SI), X5, X5
+	VMULPS        X5, X6, X6
+	VADDPS        32(SP), X6, X6
+	VMOVUPS       X6, 32(SP)
+	ADDQ          $0x00000100, AX
+	ADDQ          $0x10, CX
+	ADDQ          $0x02, DX
+	ADDQ          $0x00000400, BX
+	ADDQ          $0x10, SI
+	DECQ          8(SP)
+	JNZ           q6_KToksAVX512_sb1
+	MOVQ          o+96(FP), AX
+	VMOVUPS       32(SP), X5
+	CMPQ          add+120(FP), $0x00
+	JE            q6_KToksAVX512_sb10_store
+	VADDPS        (AX), X5, X5
+
+q6_KToksAVX512_sb10_store:
+	VMOVUPS X5, (AX)
+	ADDQ    $0x10, AX
+	MOVQ    AX, o+96(FP)
+	MOVQ    16(SP), AX
+	ADDQ    ag+64(FP), AX
+	MOVQ    AX, 16(SP)
+	MOVQ    24(SP), AX
+	ADDQ    dg+72(FP), AX
+	MOVQ    AX, 24(SP)
+	SUBQ    $0x01, (SP)
+
+q6_KToksAVX512_rowdone:
+	MOVQ o+96(FP), AX
+	MOVQ groups+88(FP), CX
+	SHLQ $0x04, CX
+	SUBQ CX, AX
+	ADDQ ostride+104(FP), AX
+	MOVQ AX, o+96(FP)
+	MOVQ codes+0(FP), AX
+	ADDQ cstride+24(FP), AX
+	MOVQ AX, codes+0(FP)
+	MOVQ scales+8(FP), AX
+	ADDQ sstride+32(FP), AX
+	MOVQ AX, scales+8(FP)
+	MOVQ dp+16(FP), AX
+	ADDQ dstride+40(FP), AX
+	MOVQ AX, dp+16(FP)
+	DECQ rows+112(FP)
+	JMP  q6_KToksAVX512_rows
+
+q6_KToksAVX512_done:
+	VZEROUPPER
+	RET

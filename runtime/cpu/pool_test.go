@@ -70,8 +70,8 @@ func TestPoolFor(t *testing.T) {
 // TestPoolConcurrentCallers runs MatVec from several goroutines on one pool:
 // calls are serialised and each gets its own correct result.
 func TestPoolConcurrentCallers(t *testing.T) {
-	for _, on := range simdModes() {
-		t.Run(modeName(on), func(t *testing.T) { withSIMD(on, func() { testPoolConcurrentCallers(t) }) })
+	for _, k := range levelModes() {
+		t.Run(SIMDName(k), func(t *testing.T) { withKernels(k, func() { testPoolConcurrentCallers(t) }) })
 	}
 }
 

@@ -55,6 +55,8 @@ func main() {
 	quantQ8_0()
 	permute64()
 
+	avx512()
+
 	Generate()
 }
 
