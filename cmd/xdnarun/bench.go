@@ -80,6 +80,7 @@ type benchResult struct {
 	Model        string  `json:"model"`
 	Device       string  `json:"device"`
 	Threads      int     `json:"threads"`
+	CPUKernels   string  `json:"cpu_kernels"`
 	PromptTokens int     `json:"n_prompt"`
 	GenTokens    int     `json:"n_gen"`
 	Reps         int     `json:"reps"`
@@ -199,7 +200,7 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 		fmt.Fprintf(stderr, "rep %d: pp %.1f tok/s, tg %.1f tok/s, stream-read %.2f GB/s\n", rep+1, pps[rep], tgs[rep], gbs[rep])
 	}
 	pprof.StopCPUProfile()
-	res := benchResult{Model: m.Source.Name, Device: l.device, Threads: o.threads, PromptTokens: o.pp, GenTokens: o.tg, Reps: o.reps,
+	res := benchResult{Model: m.Source.Name, Device: l.device, Threads: o.threads, CPUKernels: cpu.SIMD(), PromptTokens: o.pp, GenTokens: o.tg, Reps: o.reps,
 		PPTokS: median(pps), TGTokS: median(tgs), WeightBytes: decodeWeightBytes(l)}
 	res.WeightGBs = float64(res.WeightBytes) * res.TGTokS / 1e9
 	res.StreamGBs = median(gbs)
@@ -220,10 +221,10 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 	if o.json {
 		return json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Fprintf(stdout, "| model | device | threads | pp%d tok/s | tg%d tok/s | weights/token | weight GB/s | stream-read GB/s | %% of stream |\n", o.pp, o.tg)
-	fmt.Fprintln(stdout, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-	fmt.Fprintf(stdout, "| %s | %s | %d | %.1f | %.1f | %.1f MB | %.2f | %.2f | %.0f%% |\n", res.Model, res.Device, res.Threads,
-		res.PPTokS, res.TGTokS, float64(res.WeightBytes)/1e6, res.WeightGBs, res.StreamGBs, res.BandwidthPct)
+	fmt.Fprintf(stdout, "| model | device | threads | pp%d tok/s | tg%d tok/s | weights/token | weight GB/s | stream-read GB/s | %% of stream | cpu kernels |\n", o.pp, o.tg)
+	fmt.Fprintln(stdout, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintf(stdout, "| %s | %s | %d | %.1f | %.1f | %.1f MB | %.2f | %.2f | %.0f%% | %s |\n", res.Model, res.Device, res.Threads,
+		res.PPTokS, res.TGTokS, float64(res.WeightBytes)/1e6, res.WeightGBs, res.StreamGBs, res.BandwidthPct, res.CPUKernels)
 	return nil
 }
 

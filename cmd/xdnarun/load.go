@@ -38,6 +38,7 @@ type loadOptions struct {
 	threads  int
 	ctx      int // 0: the model's training context, capped at 4096
 	device   string
+	kernels  string    // --cpu-kernels: "best" or one of cpu.Levels()
 	emuFault string    // test hook: "DISPATCH:timeout" or "DISPATCH:error" on the emulator
 	warn     io.Writer // device warnings (fallback to the CPU)
 }
@@ -47,6 +48,9 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	case "auto", "cpu", "emu", "sim", "npu":
 	default:
 		return nil, fmt.Errorf("--device %q: want auto, cpu, emu, sim or npu", o.device)
+	}
+	if err := setKernels(o.kernels); err != nil {
+		return nil, err
 	}
 	if o.threads < 1 || o.threads > 1024 {
 		return nil, fmt.Errorf("-t %d: want 1..1024 threads", o.threads)
@@ -266,4 +270,17 @@ func (l *loaded) Close() {
 	}
 	l.closeDevice()
 	l.file.Close()
+}
+
+// setKernels selects the CPU kernel set of --cpu-kernels: "best" (or
+// empty) for the best this CPU and build run, or one of cpu.Levels().
+func setKernels(name string) error {
+	if name == "" || name == "best" {
+		cpu.SetSIMD(true)
+		return nil
+	}
+	if _, err := cpu.SetLevel(name); err != nil {
+		return fmt.Errorf("--cpu-kernels %q: this CPU and build run best, %s", name, strings.Join(cpu.Levels(), ", "))
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/xdna-go/xdna/layout/gguftest"
 	"github.com/xdna-go/xdna/layout/pack"
 	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna/amdxdnatest"
@@ -311,9 +312,30 @@ func TestBench(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.PPTokS <= 0 || r.TGTokS <= 0 || r.StreamGBs <= 0 || r.WeightBytes <= 0 {
-		t.Errorf("bench: %+v", r)
+	if r.PPTokS <= 0 || r.TGTokS <= 0 || r.StreamGBs <= 0 || r.WeightBytes <= 0 || r.CPUKernels != cpu.Levels()[0] {
+		t.Errorf("bench: %+v (best kernels here: %s)", r, cpu.Levels()[0])
 	}
+	// Every kernel set gives the same greedy text, and bench says which ran.
+	var first string
+	for _, l := range cpu.Levels() {
+		out, _, err := run(t, "", x, "-p", "Once upon a time", "-n", "16", "--temp", "0", "--cpu-kernels", l)
+		if err != nil {
+			t.Fatalf("--cpu-kernels %s: %v", l, err)
+		}
+		if first == "" {
+			first = out
+		} else if out != first {
+			t.Errorf("--cpu-kernels %s: %q, want %q (the %s kernels' text)", l, out, first, cpu.Levels()[0])
+		}
+		stdout, _, err := run(t, "", "bench", x, "-p", "8", "-n", "2", "-r", "1", "--json", "--cpu-kernels", l)
+		if err == nil {
+			err = json.Unmarshal([]byte(stdout), &r)
+		}
+		if err != nil || r.CPUKernels != l {
+			t.Errorf("bench --cpu-kernels %s: %v, cpu_kernels %q", l, err, r.CPUKernels)
+		}
+	}
+	cpu.SetSIMD(true)
 }
 
 // TestBadInput: one-line errors, non-zero exit, no panic.
@@ -358,6 +380,7 @@ func TestBadInput(t *testing.T) {
 		{"empty", []string{x, "-p", ""}, []string{"empty prompt"}},
 		{"temp", []string{x, "-p", "hi", "--temp", "-1"}, []string{"--temp"}},
 		{"top-p", []string{x, "-p", "hi", "--top-p", "1.5"}, []string{"--top-p"}},
+		{"cpu-kernels", []string{x, "-p", "hi", "--cpu-kernels", "avx9000"}, []string{"--cpu-kernels", "avx9000", "go"}},
 		{"threads", []string{x, "-p", "hi", "-t", "0"}, []string{"-t"}},
 		{"device", []string{x, "-p", "hi", "--device", "gpu"}, []string{"--device", "gpu"}},
 		{"not a number", []string{x, "-p", "hi", "-n", "lots"}, []string{"lots"}},

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/xdna-go/xdna/cmd/internal/cli"
+	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/sample"
 )
@@ -50,6 +51,7 @@ func addLoadFlags(cmd *cobra.Command, o *loadOptions) {
 	f.IntVarP(&o.threads, "threads", "t", runtime.NumCPU(), "CPU threads")
 	f.IntVarP(&o.ctx, "ctx-size", "c", 0, "context size in tokens (0: the model's, at most 4096)")
 	f.StringVar(&o.device, "device", "auto", "where planned matrices run: auto (npu if found, else cpu), cpu, emu (emulated NPU, Go kernel model), sim (emulated NPU running the AIE kernel sources; a -tags sim build) or npu")
+	f.StringVar(&o.kernels, "cpu-kernels", "best", "CPU kernel set for the quantised matrices: best (the fastest this CPU runs), or one of "+strings.Join(cpu.Levels(), ", ")+" (all give the same bits)")
 	f.StringVar(&o.emuFault, "emu-fault", "", "inject a fault into the emulator: DISPATCH:KIND (timeout, error, or a wrong stream: txn-opcode, txn-gen, txn-bd, txn-length, txn-patch)")
 	f.MarkHidden("emu-fault")
 }

@@ -11,7 +11,7 @@ import (
 // The benchmarks multiply a 4096 x 4096 matrix (2048 x 2048 for the float
 // formats) with 1 token (MatVec) and 16 tokens (MatMat), on 1 and 2
 // threads, with the scalar kernels (impl=go) and the assembly ones
-// (impl=simd, where they run), in the same run. SetBytes is the weight
+// (impl=avx2, impl=avx512, where they run), in the same run. SetBytes is the weight
 // size, so MB/s is weight streaming speed; BenchmarkStreamRead gives the
 // machine's streaming-read bandwidth to compare it with.
 
@@ -28,17 +28,15 @@ func benchMatrix(b *testing.B, typ planar.Type) *Matrix {
 	return pack(b, g, randomGGUF(rng, typ, g.N, g.K))
 }
 
-// benchModes runs f as sub-benchmarks impl=go and impl=simd.
+// benchModes runs f as sub-benchmarks impl=go and impl=<level> for each
+// kernel set this CPU runs (avx2; avx512 where the CPU has it: it is not
+// simulated for speed).
 func benchModes(b *testing.B, typ planar.Type, f func(b *testing.B)) {
-	for _, on := range simdModes() {
-		if on && !vecOK(planar.Geometry{Type: typ, KTile: 256}) {
+	for _, k := range levelModes() {
+		if k != nil && !vecOK(planar.Geometry{Type: typ, KTile: 256}) {
 			continue
 		}
-		b.Run("impl="+modeName(on), func(b *testing.B) {
-			was := SetSIMD(on)
-			defer SetSIMD(was)
-			f(b)
-		})
+		b.Run("impl="+SIMDName(k), func(b *testing.B) { withKernels(k, func() { f(b) }) })
 	}
 }
 

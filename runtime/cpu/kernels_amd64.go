@@ -205,3 +205,189 @@ func quantQ8_0AVX2(x *float32, q *int8, d *float32, s *int32, nb int)
 //
 //go:noescape
 func permute64AVX2(dst *int8, src *int8, n int, dstride int)
+
+// q8_0RowsAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
+// tiles tstride bytes apart in every plane, with one token, four rows at a
+// time, with exactly the arithmetic of the scalar kernel:
+//
+//	for t := range tiles {
+//		for i := range rows {
+//			v := dotQ8_0(codes, scales of row i, tile t; the token's codes and scales of tile t)
+//			if t == 0 { y[i] = v } else { y[i] += v }
+//		}
+//	}
+//
+//go:noescape
+func q8_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, np int, y *float32, rows int, tiles int, tstride int)
+
+// q4_0RowsAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
+// tiles tstride bytes apart in every plane, with one token, four rows at a
+// time, with exactly the arithmetic of the scalar kernel:
+//
+//	for t := range tiles {
+//		for i := range rows {
+//			v := dotQ4_0(codes, scales of row i, tile t; the token's codes, scales and sums of tile t)
+//			if t == 0 { y[i] = v } else { y[i] += v }
+//		}
+//	}
+//
+//go:noescape
+func q4_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
+
+// q5_0RowsAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
+// tiles tstride bytes apart in every plane, with one token, four rows at a
+// time, with exactly the arithmetic of the scalar kernel:
+//
+//	for t := range tiles {
+//		for i := range rows {
+//			v := dotQ5_0(codes, high, scales of row i, tile t; the token's codes, scales and sums of tile t)
+//			if t == 0 { y[i] = v } else { y[i] += v }
+//		}
+//	}
+//
+//go:noescape
+func q5_0RowsAVX512(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
+
+// q4_KRowsAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
+// tiles tstride bytes apart in every plane, with one token, four rows at a
+// time, with exactly the arithmetic of the scalar kernel:
+//
+//	for t := range tiles {
+//		for i := range rows {
+//			v := dotQ4_K(codes, sm, dm of row i, tile t; the token's codes, scales and bsums of tile t)
+//			if t == 0 { y[i] = v } else { y[i] += v }
+//		}
+//	}
+//
+//go:noescape
+func q4_KRowsAVX512(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows int, tiles int, tstride int)
+
+// q5_KRowsAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
+// tiles tstride bytes apart in every plane, with one token, four rows at a
+// time, with exactly the arithmetic of the scalar kernel:
+//
+//	for t := range tiles {
+//		for i := range rows {
+//			v := dotQ5_K(codes, high, sm, dm of row i, tile t; the token's codes, scales and bsums of tile t)
+//			if t == 0 { y[i] = v } else { y[i] += v }
+//		}
+//	}
+//
+//go:noescape
+func q5_KRowsAVX512(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows int, tiles int, tstride int)
+
+// q6_KRowsAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
+// tiles tstride bytes apart in every plane, with one token, four rows at a
+// time, with exactly the arithmetic of the scalar kernel:
+//
+//	for t := range tiles {
+//		for i := range rows {
+//			v := dotQ6_K(codes, scales, dp of row i, tile t; the token's codes and scales of tile t)
+//			if t == 0 { y[i] = v } else { y[i] += v }
+//		}
+//	}
+//
+//go:noescape
+func q6_KRowsAVX512(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, nsb int, y *float32, rows int, tiles int, tstride int)
+
+// q8_0ToksAVX512 multiplies rows rows of one K-tile with groups groups of four
+// tokens (layouts in scratch.prepareVec), one row at a time, with exactly
+// the arithmetic of the scalar kernel, into o ([rows][4*groups] floats,
+// ostride bytes per row):
+//
+//	for i := range rows {
+//		for k := range 4 * groups {
+//			v := dotQ8_0(row i; token k)
+//			if add == 0 { o[i][k] = v } else { o[i][k] += v }
+//		}
+//	}
+//
+//go:noescape
+func q8_0ToksAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int)
+
+// q4_0ToksAVX512 multiplies rows rows of tiles K-tiles (tstride bytes apart in
+// every plane) with groups groups of four tokens (layouts in
+// scratch.prepareVec), one row at a time, with exactly the arithmetic of
+// the scalar kernel, into o ([rows][4*groups] floats, ostride bytes per
+// row):
+//
+//	for i := range rows {
+//		for t := range tiles {
+//			for k := range 4 * groups {
+//				v := dotQ4_0(row i, K-tile t; token k)
+//				if add == 0 && t == 0 { o[i][k] = v } else { o[i][k] += v }
+//			}
+//		}
+//	}
+//
+//go:noescape
+func q4_0ToksAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+
+// q5_0ToksAVX512 multiplies rows rows of tiles K-tiles (tstride bytes apart in
+// every plane) with groups groups of four tokens (layouts in
+// scratch.prepareVec), one row at a time, with exactly the arithmetic of
+// the scalar kernel, into o ([rows][4*groups] floats, ostride bytes per
+// row):
+//
+//	for i := range rows {
+//		for t := range tiles {
+//			for k := range 4 * groups {
+//				v := dotQ5_0(row i, K-tile t; token k)
+//				if add == 0 && t == 0 { o[i][k] = v } else { o[i][k] += v }
+//			}
+//		}
+//	}
+//
+//go:noescape
+func q5_0ToksAVX512(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, ag int, dg int, np int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+
+// q4_KToksAVX512 multiplies rows rows of tiles K-tiles (tstride bytes apart in
+// every plane) with groups groups of four tokens (layouts in
+// scratch.prepareVec), one row at a time, with exactly the arithmetic of
+// the scalar kernel, into o ([rows][4*groups] floats, ostride bytes per
+// row):
+//
+//	for i := range rows {
+//		for t := range tiles {
+//			for k := range 4 * groups {
+//				v := dotQ4_K(row i, K-tile t; token k)
+//				if add == 0 && t == 0 { o[i][k] = v } else { o[i][k] += v }
+//			}
+//		}
+//	}
+//
+//go:noescape
+func q4_KToksAVX512(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+
+// q5_KToksAVX512 multiplies rows rows of tiles K-tiles (tstride bytes apart in
+// every plane) with groups groups of four tokens (layouts in
+// scratch.prepareVec), one row at a time, with exactly the arithmetic of
+// the scalar kernel, into o ([rows][4*groups] floats, ostride bytes per
+// row):
+//
+//	for i := range rows {
+//		for t := range tiles {
+//			for k := range 4 * groups {
+//				v := dotQ5_K(row i, K-tile t; token k)
+//				if add == 0 && t == 0 { o[i][k] = v } else { o[i][k] += v }
+//			}
+//		}
+//	}
+//
+//go:noescape
+func q5_KToksAVX512(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
+
+// q6_KToksAVX512 multiplies rows rows of one K-tile with groups groups of four
+// tokens (layouts in scratch.prepareVec), one row at a time, with exactly
+// the arithmetic of the scalar kernel, into o ([rows][4*groups] floats,
+// ostride bytes per row):
+//
+//	for i := range rows {
+//		for k := range 4 * groups {
+//			v := dotQ6_K(row i; token k)
+//			if add == 0 { o[i][k] = v } else { o[i][k] += v }
+//		}
+//	}
+//
+//go:noescape
+func q6_KToksAVX512(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, ag int, dg int, nsb int, groups int, o *float32, ostride int, rows int, add int)

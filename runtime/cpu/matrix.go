@@ -132,16 +132,16 @@ func MatMat(m *Matrix, x, y []float32, b int, pool *Pool) {
 	m.mustFit(x, y, b, j.lay.group[g.Columns])
 	x, y = x[:b*g.K], y[:b*g.N]
 	j.x, j.y = x, y
-	simd := simdOn.Load()
-	pool.scratch.prepare(g.Type, x, b, g.K, simd)
-	j.vec = simd && vecOK(g)
+	j.k = active.Load()
+	pool.scratch.prepare(j.k, g.Type, x, b, g.K)
+	j.vec = j.k != nil && vecOK(g)
 	if j.vec {
 		gs := 1
 		if b > 1 {
 			gs = 4
 			j.vecPlan(pool)
 		}
-		pool.scratch.prepareVec(g.Type, b, g.K, gs)
+		pool.scratch.prepareVec(j.k, g.Type, b, g.K, gs)
 	} else if k := kindOf(g.Type); b > 1 && (k == actQ8_0 || k == actQ8_K) {
 		pool.scratch.pack3(b, g.K)
 		j.packed = true
@@ -195,8 +195,10 @@ type mmJob struct {
 	rb int       // rows per block
 	// packed: the codes of token triples are in s.p, for the dot3 kernels
 	packed bool
-	// vec: the AVX2 kernels run (simd.go), with tbv tokens per pass and rbv
-	// rows per block for the token kernels
+	// k: the assembly kernel set (simd.go), nil for the scalar kernels;
+	// vec: its kernels run this call, with tbv tokens per pass and rbv rows
+	// per block for the token kernels
+	k             *kernels
 	vec           bool
 	tbv, rbv, tcv int
 	lay           blobLayout

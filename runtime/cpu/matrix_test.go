@@ -122,7 +122,7 @@ func shapes(t planar.Type) []planar.Geometry {
 // on |x - that| for each element.
 func quantisedX(t planar.Type, x []float32, b, k int) (xq, bound []float32) {
 	var s scratch
-	s.prepare(t, x, b, k, false)
+	s.prepare(nil, t, x, b, k)
 	xq = make([]float32, b*k)
 	bound = make([]float32, b*k)
 	switch kindOf(t) {
@@ -168,8 +168,8 @@ var testTypes = []planar.Type{planar.F32, planar.F16, planar.BF16, planar.Q4_0, 
 //
 // It runs with the scalar kernels and, where they run, the assembly ones.
 func TestMatMatAgainstRef(t *testing.T) {
-	for _, on := range simdModes() {
-		t.Run(modeName(on), func(t *testing.T) { withSIMD(on, func() { testMatMatAgainstRef(t) }) })
+	for _, k := range levelModes() {
+		t.Run(SIMDName(k), func(t *testing.T) { withKernels(k, func() { testMatMatAgainstRef(t) }) })
 	}
 }
 
@@ -347,8 +347,8 @@ func TestCheck(t *testing.T) {
 }
 
 func TestNoAllocs(t *testing.T) {
-	for _, on := range simdModes() {
-		t.Run(modeName(on), func(t *testing.T) { withSIMD(on, func() { testNoAllocs(t) }) })
+	for _, k := range levelModes() {
+		t.Run(SIMDName(k), func(t *testing.T) { withKernels(k, func() { testNoAllocs(t) }) })
 	}
 }
 

@@ -26,7 +26,10 @@ type Task interface {
 // before it blocks on its channel: a decoding step runs a hundred or so
 // small products back to back, and waking a blocked goroutine costs tens of
 // microseconds, as much as a 0.5 MB product. The caller likewise polls for
-// the helpers to finish.
+// the helpers to finish, for as long, and then blocks until the last one
+// wakes it: on a machine whose cores are shared, a helper that the system
+// has taken off its core can hold a job back for milliseconds, and a
+// caller that keeps polling holds a core that could run it.
 //
 // A Pool runs one job at a time: concurrent callers are serialised. It also
 // owns the scratch buffers of the kernels (quantised activations), which
@@ -40,6 +43,8 @@ type Pool struct {
 	wake    []chan struct{} // one per helper goroutine
 	state   []atomic.Int32  // one per helper: helperSpinning, helperParked or helperBusy
 	pending atomic.Int32    // helpers still running the current job
+	waiting atomic.Bool     // the caller has stopped polling pending and blocks on done
+	done    chan struct{}   // the last helper of a job wakes a blocked caller
 	closed  bool
 	exited  sync.WaitGroup // helpers that have not returned yet
 
@@ -63,7 +68,8 @@ func NewPool(threads int) *Pool {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{threads: threads, wake: make([]chan struct{}, threads-1), state: make([]atomic.Int32, threads-1)}
+	p := &Pool{threads: threads, wake: make([]chan struct{}, threads-1), state: make([]atomic.Int32, threads-1),
+		done: make(chan struct{}, 1)}
 	for i := range p.wake {
 		p.wake[i] = make(chan struct{}, 1)
 		p.exited.Add(1)
@@ -143,7 +149,9 @@ func (p *Pool) worker(i int) {
 		}
 		p.drain(i + 1)
 		st.Store(helperSpinning) // before the caller can see the job done
-		p.pending.Add(-1)
+		if p.pending.Add(-1) == 0 && p.waiting.CompareAndSwap(true, false) {
+			p.done <- struct{}{}
+		}
 	}
 }
 
@@ -200,8 +208,13 @@ func (p *Pool) run(n, grain int, t Task) {
 		}
 	}
 	p.drain(0)
-	for !spin(func() bool { return p.pending.Load() == 0 }) {
-		runtime.Gosched()
+	if !spin(func() bool { return p.pending.Load() == 0 }) {
+		// Block. The last helper and this check both take waiting
+		// back from true; whichever does, only a helper that does sends.
+		p.waiting.Store(true)
+		if p.pending.Load() != 0 || !p.waiting.CompareAndSwap(true, false) {
+			<-p.done
+		}
 	}
 	p.task = nil
 }

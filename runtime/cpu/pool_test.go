@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/xdna-go/xdna/planar"
 )
@@ -69,8 +70,8 @@ func TestPoolFor(t *testing.T) {
 // TestPoolConcurrentCallers runs MatVec from several goroutines on one pool:
 // calls are serialised and each gets its own correct result.
 func TestPoolConcurrentCallers(t *testing.T) {
-	for _, on := range simdModes() {
-		t.Run(modeName(on), func(t *testing.T) { withSIMD(on, func() { testPoolConcurrentCallers(t) }) })
+	for _, k := range levelModes() {
+		t.Run(SIMDName(k), func(t *testing.T) { withKernels(k, func() { testPoolConcurrentCallers(t) }) })
 	}
 }
 
@@ -106,4 +107,38 @@ func testPoolConcurrentCallers(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// slowTask is countTask whose helpers take longer than spinFor over each
+// range, so that the caller stops polling and blocks until they finish.
+type slowTask struct{ countTask }
+
+func (s *slowTask) Run(w, lo, hi int) {
+	if w != 0 {
+		time.Sleep(2 * spinFor)
+	}
+	s.countTask.Run(w, lo, hi)
+}
+
+// TestPoolSlowHelper checks that a caller which blocks for slow helpers
+// is woken once they finish, every index run once, and that the pool is
+// then as good as new (a fast job after each slow one).
+func TestPoolSlowHelper(t *testing.T) {
+	for _, threads := range []int{2, 3} {
+		p := NewPool(threads)
+		for r := 0; r < 20; r++ {
+			s := &slowTask{countTask{hits: make([]atomic.Int32, 8), threads: threads}}
+			p.For(8, 1, s)
+			c := &countTask{hits: make([]atomic.Int32, 100), threads: threads}
+			p.For(100, 1, c)
+			for _, h := range [][]atomic.Int32{s.hits, c.hits} {
+				for i := range h {
+					if n := h[i].Load(); n != 1 {
+						t.Fatalf("threads %d round %d: index %d run %d times", threads, r, i, n)
+					}
+				}
+			}
+		}
+		p.Close()
+	}
 }

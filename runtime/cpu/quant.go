@@ -79,18 +79,18 @@ func kindOf(t planar.Type) actKind {
 	return actF32
 }
 
-// prepare quantises the b rows of x ([b][k]) for weights of type t; simd
-// lets it use the assembly quantiser, which gives the same bits for finite
-// activations.
-func (s *scratch) prepare(t planar.Type, x []float32, b, k int, simd bool) {
+// prepare quantises the b rows of x ([b][k]) for weights of type t; with a
+// kernel set ks (not nil) it uses its quantiser, which gives the same bits
+// for finite activations.
+func (s *scratch) prepare(ks *kernels, t planar.Type, x []float32, b, k int) {
 	switch kindOf(t) {
 	case actQ8_0:
 		s.q = grow(s.q, b*k)
 		s.d = grow(s.d, b*k/32)
 		s.s = grow(s.s, b*k/32)
-		if nb := b * k / 32; simd && nb > 0 {
+		if nb := b * k / 32; ks != nil && nb > 0 {
 			x := x[:32*nb]
-			quantQ8_0AVX2(&x[0], &s.q[:32*nb][0], &s.d[:nb][0], &s.s[:nb][0], nb)
+			ks.quantQ8_0(&x[0], &s.q[:32*nb][0], &s.d[:nb][0], &s.s[:nb][0], nb)
 			return
 		}
 		for i := 0; i < b*k/32; i++ {

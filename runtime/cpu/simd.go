@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/xdna-go/xdna/planar"
@@ -32,32 +34,141 @@ import (
 // permute64) are vectorised too; Q8_K activations keep the scalar
 // quantiser.
 //
+// The AVX-512 set (avx512Kernels, _generate/avx512.go; AVX512F, BW, VL
+// and VNNI) has the same arguments, layouts and bits, with its own rows and
+// token kernels for every format: VPDPBUSD and VPDPWSSD form
+// the same exact int32 sums with fewer instructions, 64 bytes of weights
+// per load, the Q4_0, Q5_0 and Q8_0 rows kernels eight rows per step. Where the
+// CPU has no AVX-512 the tests run it under x86sim (sim_test.go).
+//
 // For Q4_0, Q5_0 and Q8_0 the kernels take the blocks of a K-tile by pairs,
 // so they need an even number of blocks per tile (T a multiple of 64, as
 // every packed model has); other tiles take the scalar path.
 
-// simdOn says whether the assembly kernels run (haveAVX2 and not turned
-// off by SetSIMD).
-var simdOn atomic.Bool
+// kernels is one instruction set's assembly kernels. Every set takes the
+// same arguments, reads the same activation layouts (prepareVec) and gives
+// the same bits; kernels_amd64.go documents them on the AVX2 set.
+type kernels struct {
+	name string
 
-func init() { simdOn.Store(haveAVX2) }
+	q4_0Rows func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)
+	q5_0Rows func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)
+	q8_0Rows func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int)
+	q4_KRows func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)
+	q5_KRows func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)
+	q6_KRows func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int)
 
-// SetSIMD turns the assembly kernels on or off and returns the previous
-// setting; on only takes effect where the CPU and the build have them (see
-// SIMD). It is meant for tests and benchmarks that compare both paths in
-// one run; a call already running keeps the kernels it started with.
+	q4_0Toks func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)
+	q5_0Toks func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)
+	q8_0Toks func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, ag, dg, np, groups int, o *float32, ostride, rows, add int)
+	q4_KToks func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)
+	q5_KToks func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)
+	q6_KToks func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int)
+
+	quantQ8_0 func(x *float32, q *int8, d *float32, s *int32, nb int)
+	permute64 func(dst, src *int8, n, dstride int)
+}
+
+// avx2Kernels is the AVX2 set (kernels_amd64.s).
+var avx2Kernels = &kernels{
+	name:     "avx2",
+	q4_0Rows: q4_0RowsAVX2, q5_0Rows: q5_0RowsAVX2, q8_0Rows: q8_0RowsAVX2,
+	q4_KRows: q4_KRowsAVX2, q5_KRows: q5_KRowsAVX2, q6_KRows: q6_KRowsAVX2,
+	q4_0Toks: q4_0ToksAVX2, q5_0Toks: q5_0ToksAVX2, q8_0Toks: q8_0ToksAVX2,
+	q4_KToks: q4_KToksAVX2, q5_KToks: q5_KToksAVX2, q6_KToks: q6_KToksAVX2,
+	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
+}
+
+// avx512Kernels is the AVX-512 set (AVX512F, BW, VL and VNNI; generated
+// by _generate/avx512.go into kernels_amd64.s). It has its own rows
+// kernels (MatVec, decode) and token kernels (MatMat, prefill) for every
+// quantised format; the activation quantiser (quantQ8_0) and permute64
+// are the AVX2 ones, which every AVX-512 CPU runs.
+var avx512Kernels = &kernels{
+	name:     "avx512",
+	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX512, q8_0Rows: q8_0RowsAVX512,
+	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX512, q6_KRows: q6_KRowsAVX512,
+	q4_0Toks: q4_0ToksAVX512, q5_0Toks: q5_0ToksAVX512, q8_0Toks: q8_0ToksAVX512,
+	q4_KToks: q4_KToksAVX512, q5_KToks: q5_KToksAVX512, q6_KToks: q6_KToksAVX512,
+	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
+}
+
+// levels returns the kernel sets this CPU and build run, best first; the
+// scalar kernels ("go") are not among them, they always run.
+func levels() []*kernels {
+	var l []*kernels
+	if haveAVX512 {
+		l = append(l, avx512Kernels)
+	}
+	if haveAVX2 {
+		l = append(l, avx2Kernels)
+	}
+	return l
+}
+
+// active is the kernel set now in use; nil means the scalar kernels. A set
+// other than AVX2 implies AVX2 (every level above it has it), so the vector
+// operations of vecops.go run their AVX2 code whenever active is not nil.
+var active atomic.Pointer[kernels]
+
+func init() {
+	if l := levels(); len(l) > 0 {
+		active.Store(l[0])
+	}
+}
+
+// asmOn reports whether an assembly kernel set is in use.
+func asmOn() bool { return active.Load() != nil }
+
+// SetSIMD turns the assembly kernels on (the best set this CPU and build
+// run, see Levels) or off and returns the previous setting; on only takes
+// effect where the CPU and the build have them. It is meant for tests and
+// benchmarks that compare the paths in one run; a call already running
+// keeps the kernels it started with.
 func SetSIMD(on bool) (was bool) {
-	return simdOn.Swap(on && haveAVX2)
+	var k *kernels
+	if l := levels(); on && len(l) > 0 {
+		k = l[0]
+	}
+	return active.Swap(k) != nil
 }
 
 // SIMD returns the instruction set of the quantised kernels now in use:
-// "avx2", or "go" for the portable scalar kernels (another architecture,
+// "avx512", "avx2", or "go" for the portable scalar kernels (another architecture,
 // the noasm build tag, a CPU without AVX2, F16C and FMA, or SetSIMD(false)).
 func SIMD() string {
-	if simdOn.Load() {
-		return "avx2"
+	if k := active.Load(); k != nil {
+		return k.name
 	}
 	return "go"
+}
+
+// Levels returns the kernel sets this CPU and build run, best first, the
+// scalar kernels ("go") last.
+func Levels() []string {
+	var names []string
+	for _, k := range levels() {
+		names = append(names, k.name)
+	}
+	return append(names, "go")
+}
+
+// SetLevel selects a kernel set by name (one of Levels) and returns the
+// previous one; a name this CPU or build does not run is an error naming
+// the sets it does run. Like SetSIMD it is meant for tests and benchmarks.
+func SetLevel(name string) (prev string, err error) {
+	prev = SIMD()
+	if name == "go" {
+		active.Store(nil)
+		return prev, nil
+	}
+	for _, k := range levels() {
+		if k.name == name {
+			active.Store(k)
+			return prev, nil
+		}
+	}
+	return prev, fmt.Errorf("cpu: kernel set %q does not run here (this CPU and build run %s)", name, strings.Join(Levels(), ", "))
 }
 
 // vecOK reports whether the vector kernels take matrices of geometry g.
@@ -142,7 +253,7 @@ func rotate4Permuted(dst, p []int8, l int) {
 //
 // With gs = 1 these are the token-major arrays of prepare, which are used
 // as they are where the layout is the same.
-func (s *scratch) prepareVec(t planar.Type, b, k, gs int) {
+func (s *scratch) prepareVec(ks *kernels, t planar.Type, b, k, gs int) {
 	kind := kindOf(t)
 	u, bs := 64, 32
 	if kind == actQ8_K {
@@ -169,13 +280,13 @@ func (s *scratch) prepareVec(t planar.Type, b, k, gs int) {
 				}
 			case u == 64 && gs == 4:
 				s.vp = grow(s.vp, k)
-				permute64AVX2(&s.vp[0], &src[0], k/64, 64)
+				ks.permute64(&s.vp[0], &src[0], k/64, 64)
 				rotate4Permuted(s.vq[g*gs*k:(g+1)*gs*k], s.vp, l)
 			case u == 64:
-				permute64AVX2(&s.vq[at : at+(k/64-1)*gs*64+64][0], &src[0], k/64, gs*64)
+				ks.permute64(&s.vq[at : at+(k/64-1)*gs*64+64][0], &src[0], k/64, gs*64)
 			default:
 				for c := 0; c < k/u; c++ {
-					permute64AVX2(&s.vq[at+c*gs*u:][:u][0], &src[c*u], u/64, 64)
+					ks.permute64(&s.vq[at+c*gs*u:][:u][0], &src[c*u], u/64, 64)
 				}
 			}
 		}
@@ -330,11 +441,11 @@ func (j *mmJob) rowsGroup(c, i, n int, y []float32) {
 		d := &s.xd[:nbk][0]
 		switch g.Type {
 		case planar.Q4_0:
-			q4_0RowsAVX2(pl(0), pl(1), per[0], per[1], a, d, &s.xs[:nbk][0], np, yp, n, tiles, ts)
+			j.k.q4_0Rows(pl(0), pl(1), per[0], per[1], a, d, &s.xs[:nbk][0], np, yp, n, tiles, ts)
 		case planar.Q5_0:
-			q5_0RowsAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, &s.xs[:nbk][0], np, yp, n, tiles, ts)
+			j.k.q5_0Rows(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, &s.xs[:nbk][0], np, yp, n, tiles, ts)
 		default:
-			q8_0RowsAVX2(pl(0), pl(1), per[0], per[1], a, d, np, yp, n, tiles, ts)
+			j.k.q8_0Rows(pl(0), pl(1), per[0], per[1], a, d, np, yp, n, tiles, ts)
 		}
 	default:
 		nsb := g.KTile / 256
@@ -342,11 +453,11 @@ func (j *mmJob) rowsGroup(c, i, n int, y []float32) {
 		d := &s.xd[:nbk][0]
 		switch g.Type {
 		case planar.Q4_K:
-			q4_KRowsAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, &s.xbp[:8*nbk][0], nsb, yp, n, tiles, ts)
+			j.k.q4_KRows(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, &s.xbp[:8*nbk][0], nsb, yp, n, tiles, ts)
 		case planar.Q5_K:
-			q5_KRowsAVX2(pl(0), pl(1), pl(2), pl(3), per[0], per[1], per[2], per[3], a, d, &s.xbp[:8*nbk][0], nsb, yp, n, tiles, ts)
+			j.k.q5_KRows(pl(0), pl(1), pl(2), pl(3), per[0], per[1], per[2], per[3], a, d, &s.xbp[:8*nbk][0], nsb, yp, n, tiles, ts)
 		default:
-			q6_KRowsAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, nsb, yp, n, tiles, ts)
+			j.k.q6_KRows(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, nsb, yp, n, tiles, ts)
 		}
 	}
 }
@@ -441,15 +552,15 @@ func (j *mmJob) toksTiles(c, t0, nt, i, n, g0, ng int, o []float32) {
 	dg := 16 * nbk
 	switch g.Type {
 	case planar.Q4_0:
-		q4_0ToksAVX2(pl(0), pl(1), per[0], per[1], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add, nt, ts)
+		j.k.q4_0Toks(pl(0), pl(1), per[0], per[1], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add, nt, ts)
 	case planar.Q5_0:
-		q5_0ToksAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add, nt, ts)
+		j.k.q5_0Toks(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add, nt, ts)
 	case planar.Q4_K:
 		bp := &s.xbp[8*lo : 8*hi][0]
-		q4_KToksAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, bp, ag, dg, 4*dg, nb, ng, op, ost, n, add, nt, ts)
+		j.k.q4_KToks(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, bp, ag, dg, 4*dg, nb, ng, op, ost, n, add, nt, ts)
 	default:
 		bp := &s.xbp[8*lo : 8*hi][0]
-		q5_KToksAVX2(pl(0), pl(1), pl(2), pl(3), per[0], per[1], per[2], per[3], a, d, bp, ag, dg, 4*dg, nb, ng, op, ost, n, add, nt, ts)
+		j.k.q5_KToks(pl(0), pl(1), pl(2), pl(3), per[0], per[1], per[2], per[3], a, d, bp, ag, dg, 4*dg, nb, ng, op, ost, n, add, nt, ts)
 	}
 }
 
@@ -478,12 +589,12 @@ func (j *mmJob) toksTile(c, t, i, n, g0, ng int, o []float32) {
 	case planar.Q8_0:
 		nb, nbk := T/32, K/32
 		lo, hi := (g0*nbk+t*nb)*4, ((g0+ng-1)*nbk+(t+1)*nb)*4
-		q8_0ToksAVX2(pl(0), pl(1), per[0], per[1], a, &s.xd[lo:hi][0], ag, 16*nbk, nb/2, ng, op, ost, n, add)
+		j.k.q8_0Toks(pl(0), pl(1), per[0], per[1], a, &s.xd[lo:hi][0], ag, 16*nbk, nb/2, ng, op, ost, n, add)
 	default:
 		nsb, nbk := T/256, K/256
 		lo, hi := (g0*nbk+t*nsb)*4, ((g0+ng-1)*nbk+(t+1)*nsb)*4
 		d := &s.xd[lo:hi][0]
 		dg := 16 * nbk
-		q6_KToksAVX2(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, ag, dg, nsb, ng, op, ost, n, add)
+		j.k.q6_KToks(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, ag, dg, nsb, ng, op, ost, n, add)
 	}
 }

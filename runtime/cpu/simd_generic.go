@@ -7,6 +7,9 @@ package cpu
 // run, and the stubs below are never called.
 const haveAVX2 = false
 
+// haveAVX512 is false for the same reasons.
+const haveAVX512 = false
+
 func noAsm() { panic("cpu: assembly kernel called in a build without them") }
 
 func q4_0RowsAVX2(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int) {
@@ -60,3 +63,51 @@ func q6_KToksAVX2(codes, scales, dp *byte, cstride, sstride, dstride int, a *int
 func quantQ8_0AVX2(x *float32, q *int8, d *float32, s *int32, nb int) { noAsm() }
 
 func permute64AVX2(dst, src *int8, n, dstride int) { noAsm() }
+
+func q4_0RowsAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q8_0RowsAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q4_KRowsAVX512(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q6_KRowsAVX512(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q4_0ToksAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
+	noAsm()
+}
+
+func q8_0ToksAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *float32, ag, dg, np, groups int, o *float32, ostride, rows, add int) {
+	noAsm()
+}
+
+func q4_KToksAVX512(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
+	noAsm()
+}
+
+func q6_KToksAVX512(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int) {
+	noAsm()
+}
+
+func q5_0RowsAVX512(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q5_0ToksAVX512(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
+	noAsm()
+}
+
+func q5_KRowsAVX512(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int) {
+	noAsm()
+}
+
+func q5_KToksAVX512(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
+	noAsm()
+}

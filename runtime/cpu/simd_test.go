@@ -15,8 +15,9 @@ import (
 	"github.com/xdna-go/xdna/planar"
 )
 
-// simdModes returns the kernel sets to test: the scalar kernels always,
-// and the assembly ones where they run.
+// simdModes returns the two paths of the vector operations (vecops.go):
+// the Go twins always, and the AVX2 code where it runs (every assembly
+// kernel set uses it).
 func simdModes() []bool {
 	if haveAVX2 {
 		return []bool{false, true}
@@ -24,7 +25,7 @@ func simdModes() []bool {
 	return []bool{false}
 }
 
-// withSIMD runs f with the assembly kernels on or off.
+// withSIMD runs f with the assembly kernels on (the best set) or off.
 func withSIMD(on bool, f func()) {
 	was := SetSIMD(on)
 	defer SetSIMD(was)
@@ -36,6 +37,51 @@ func modeName(on bool) string {
 		return "simd"
 	}
 	return "go"
+}
+
+// levelModes returns the kernel sets to run natively: nil (the scalar
+// kernels) always, then every set this CPU and build run, best first
+// (avx512 where the CPU has it, avx2).
+func levelModes() []*kernels { return append([]*kernels{nil}, levels()...) }
+
+// testLevel is an assembly kernel set a comparison test checks against the
+// scalar kernels.
+type testLevel struct {
+	name string
+	set  func(tb testing.TB) *kernels // may skip tb, saying why
+}
+
+// testLevels returns the assembly kernel sets to check: each one this CPU
+// runs, natively, and where the CPU has AVX2 but not AVX-512, the AVX-512
+// set under the x86sim interpreter (simSet: its kernels run instruction by
+// instruction from the test binary's disassembly, the AVX2 ones it shares
+// natively), which the test logs. On a CPU with AVX-512 that set runs
+// natively instead.
+func testLevels() []testLevel {
+	var l []testLevel
+	for _, k := range levels() {
+		l = append(l, testLevel{k.name, func(testing.TB) *kernels { return k }})
+	}
+	if haveAVX2 && !haveAVX512 {
+		l = append(l, testLevel{"avx512-sim", func(tb testing.TB) *kernels {
+			k := simSet(tb, "avx512", "AVX512", avx512Kernels)
+			tb.Log("avx512 kernels run under the x86sim interpreter, not natively: this CPU has no AVX-512")
+			return k
+		}})
+	}
+	return l
+}
+
+// forLevels runs f in a subtest for each of testLevels with its kernel
+// set; it skips t where no assembly kernels run.
+func forLevels(t *testing.T, f func(t *testing.T, k *kernels)) {
+	ls := testLevels()
+	if len(ls) == 0 {
+		t.Skip("no assembly kernels on this machine or build")
+	}
+	for _, l := range ls {
+		t.Run(l.name, func(t *testing.T) { f(t, l.set(t)) })
+	}
 }
 
 // sameBits reports whether a and b are the same float32, counting every
@@ -76,46 +122,45 @@ var vecTypes = []planar.Type{planar.Q4_0, planar.Q5_0, planar.Q8_0, planar.Q4_K,
 // kernels' outputs bit for bit, for MatVec and MatMat of 1 to 13 tokens,
 // over odd shapes and pools, and write nothing past y.
 func TestSIMDMatchesGo(t *testing.T) {
-	if !haveAVX2 {
-		t.Skip("no assembly kernels on this machine or build")
-	}
-	pools := []*Pool{nil, NewPool(2), NewPool(3)}
-	defer func() {
-		for _, p := range pools {
-			p.Close()
-		}
-	}()
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, typ := range vecTypes {
-		for _, g := range vecShapes(typ) {
-			m := pack(t, g, randomGGUF(rng, typ, g.N, g.K))
-			for i, b := range []int{1, 2, 3, 4, 5, 8, 9, 13} {
-				pool := pools[i%len(pools)]
-				name := fmt.Sprintf("%s/N%d/K%d/T%d/C%d/B%d/threads%d", typ, g.N, g.K, g.KTile, g.Columns, b, pool.Threads())
-				x := randomX(rng, b*g.K)
-				const guard = 16
-				var ys [2][]float32
-				for k, on := range []bool{false, true} {
-					ybuf := make([]float32, b*g.N+guard)
-					for i := range ybuf {
-						ybuf[i] = -12345
-					}
-					withSIMD(on, func() { MatMat(m, x, ybuf[:b*g.N], b, pool) })
-					for i := b * g.N; i < len(ybuf); i++ {
-						if ybuf[i] != -12345 {
-							t.Fatalf("%s %s: wrote past y at %d", name, modeName(on), i)
+	forLevels(t, func(t *testing.T, ks *kernels) {
+		pools := []*Pool{nil, NewPool(2), NewPool(3)}
+		defer func() {
+			for _, p := range pools {
+				p.Close()
+			}
+		}()
+		rng := rand.New(rand.NewPCG(11, 12))
+		for _, typ := range vecTypes {
+			for _, g := range vecShapes(typ) {
+				m := pack(t, g, randomGGUF(rng, typ, g.N, g.K))
+				for i, b := range []int{1, 2, 3, 4, 5, 8, 9, 13} {
+					pool := pools[i%len(pools)]
+					name := fmt.Sprintf("%s/N%d/K%d/T%d/C%d/B%d/threads%d", typ, g.N, g.K, g.KTile, g.Columns, b, pool.Threads())
+					x := randomX(rng, b*g.K)
+					const guard = 16
+					var ys [2][]float32
+					for k, set := range []*kernels{nil, ks} {
+						ybuf := make([]float32, b*g.N+guard)
+						for i := range ybuf {
+							ybuf[i] = -12345
 						}
+						withKernels(set, func() { MatMat(m, x, ybuf[:b*g.N], b, pool) })
+						for i := b * g.N; i < len(ybuf); i++ {
+							if ybuf[i] != -12345 {
+								t.Fatalf("%s %s: wrote past y at %d", name, SIMDName(set), i)
+							}
+						}
+						ys[k] = ybuf[:b*g.N]
 					}
-					ys[k] = ybuf[:b*g.N]
-				}
-				for i := range ys[0] {
-					if !sameBits(ys[0][i], ys[1][i]) {
-						t.Fatalf("%s: y[%d] (token %d row %d): go %v, simd %v", name, i, i/g.N, i%g.N, ys[0][i], ys[1][i])
+					for i := range ys[0] {
+						if !sameBits(ys[0][i], ys[1][i]) {
+							t.Fatalf("%s: y[%d] (token %d row %d): go %v, %s %v", name, i, i/g.N, i%g.N, ys[0][i], ks.name, ys[1][i])
+						}
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestQuantQ8_0AVX2 compares the assembly quantiser with quantQ8_0 bit for
@@ -213,40 +258,39 @@ var scalePlanes = map[planar.Type]int{planar.Q4_0: 1, planar.Q5_0: 2, planar.Q8_
 // taking pattern n in all its blocks, and compares the assembly kernels
 // (VCVTPH2PS) with the scalar ones (the f16 table) bit for bit, NaNs equal.
 func TestSIMDAllF16Scales(t *testing.T) {
-	if !haveAVX2 {
-		t.Skip("no assembly kernels on this machine or build")
-	}
-	rng := rand.New(rand.NewPCG(31, 32))
-	for _, typ := range vecTypes {
-		u := max(64, typ.BlockSize())
-		g := planar.Geometry{Type: typ, N: 1 << 16, K: 2 * u, Columns: 4, KTile: u}
-		m := pack(t, g, randomGGUF(rng, typ, g.N, g.K))
-		p := scalePlanes[typ]
-		for c := 0; c < g.Columns; c++ {
-			first, n := g.GroupRows(c)
-			for tt := 0; tt < g.Tiles(); tt++ {
-				off, per := g.PlaneOffset(c, tt, p)
-				for i := 0; i < n; i++ {
-					for o := off + i*per; o < off+(i+1)*per; o += 2 {
-						binary.LittleEndian.PutUint16(m.Blob[o:], uint16(first+i))
+	forLevels(t, func(t *testing.T, ks *kernels) {
+		rng := rand.New(rand.NewPCG(31, 32))
+		for _, typ := range vecTypes {
+			u := max(64, typ.BlockSize())
+			g := planar.Geometry{Type: typ, N: 1 << 16, K: 2 * u, Columns: 4, KTile: u}
+			m := pack(t, g, randomGGUF(rng, typ, g.N, g.K))
+			p := scalePlanes[typ]
+			for c := 0; c < g.Columns; c++ {
+				first, n := g.GroupRows(c)
+				for tt := 0; tt < g.Tiles(); tt++ {
+					off, per := g.PlaneOffset(c, tt, p)
+					for i := 0; i < n; i++ {
+						for o := off + i*per; o < off+(i+1)*per; o += 2 {
+							binary.LittleEndian.PutUint16(m.Blob[o:], uint16(first+i))
+						}
+					}
+				}
+			}
+			for _, b := range []int{1, 5} {
+				x := randomX(rng, b*g.K)
+				var ys [2][]float32
+				for k, set := range []*kernels{nil, ks} {
+					ys[k] = make([]float32, b*g.N)
+					withKernels(set, func() { MatMat(m, x, ys[k], b, nil) })
+				}
+				for i := range ys[0] {
+					if !sameBits(ys[0][i], ys[1][i]) {
+						t.Fatalf("%s B%d: row %d (scale %#04x) token %d: go %v, %s %v", typ, b, i%g.N, i%g.N, i/g.N, ys[0][i], ks.name, ys[1][i])
 					}
 				}
 			}
 		}
-		for _, b := range []int{1, 5} {
-			x := randomX(rng, b*g.K)
-			var ys [2][]float32
-			for k, on := range []bool{false, true} {
-				ys[k] = make([]float32, b*g.N)
-				withSIMD(on, func() { MatMat(m, x, ys[k], b, nil) })
-			}
-			for i := range ys[0] {
-				if !sameBits(ys[0][i], ys[1][i]) {
-					t.Fatalf("%s B%d: row %d (scale %#04x) token %d: go %v, simd %v", typ, b, i%g.N, i%g.N, i/g.N, ys[0][i], ys[1][i])
-				}
-			}
-		}
-	}
+	})
 }
 
 // fuzzGeometry makes a geometry the vector kernels take from fuzz input:
@@ -262,13 +306,20 @@ func fuzzGeometry(typ uint8, n uint16, tileUnits, tiles, cols uint8) planar.Geom
 	return planar.Geometry{Type: t, N: 1 + int(n)%300, K: T * (1 + int(tiles)%4), Columns: 1 + int(cols)%8, KTile: T}
 }
 
-// fuzzMatMat compares the assembly path with the scalar kernels on a
-// blob of arbitrary bytes (any scale, any code: the kernels read no
-// structure into them), for b tokens of finite activations.
+// fuzzMatMat compares the assembly path of every kernel set this CPU runs
+// with the scalar kernels on a blob of arbitrary bytes (any scale, any
+// code: the kernels read no structure into them), for b tokens of finite
+// activations.
 func fuzzMatMat(t *testing.T, g planar.Geometry, b int, seed uint64, raw []byte) {
 	if !haveAVX2 {
 		t.Skip("no assembly kernels on this machine or build")
 	}
+	compareArbitrary(t, g, b, seed, raw, levels())
+}
+
+// compareArbitrary is fuzzMatMat for the kernel sets sets.
+func compareArbitrary(t *testing.T, g planar.Geometry, b int, seed uint64, raw []byte, sets []*kernels) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	blob := make([]byte, g.Size())
 	for i := range blob {
@@ -289,16 +340,38 @@ func fuzzMatMat(t *testing.T, g planar.Geometry, b int, seed uint64, raw []byte)
 			x[i] *= scale
 		}
 	}
-	var ys [2][]float32
-	for k, on := range []bool{false, true} {
-		ys[k] = make([]float32, b*g.N)
-		withSIMD(on, func() { MatMat(m, x, ys[k], b, nil) })
-	}
-	for i := range ys[0] {
-		if !sameBits(ys[0][i], ys[1][i]) {
-			t.Fatalf("%+v B%d: y[%d] (token %d row %d): go %v, simd %v", g, b, i, i/g.N, i%g.N, ys[0][i], ys[1][i])
+	want := make([]float32, b*g.N)
+	withKernels(nil, func() { MatMat(m, x, want, b, nil) })
+	for _, ks := range sets {
+		got := make([]float32, b*g.N)
+		withKernels(ks, func() { MatMat(m, x, got, b, nil) })
+		for i := range want {
+			if !sameBits(want[i], got[i]) {
+				t.Fatalf("%+v B%d: y[%d] (token %d row %d): go %v, %s %v", g, b, i, i/g.N, i%g.N, want[i], ks.name, got[i])
+			}
 		}
 	}
+}
+
+// TestSIMDArbitraryCodes runs the fuzz targets' comparison on every level
+// of testLevels (the AVX-512 set under x86sim where the CPU has no
+// AVX-512, which the fuzz targets themselves do not run: too slow for
+// their iteration counts) over 120 seeded cases: random geometries, 1 to
+// 13 tokens, blobs of random bytes, so codes and scales outside what a
+// quantiser writes (Q6_K codes beyond -32..31, any f16) included.
+func TestSIMDArbitraryCodes(t *testing.T) {
+	forLevels(t, func(t *testing.T, ks *kernels) {
+		rng := rand.New(rand.NewPCG(61, 62))
+		for i := 0; i < 120; i++ {
+			g := fuzzGeometry(uint8(i), uint16(rng.IntN(1<<16)), uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256)))
+			b := 1 // MatVec: the rows kernels, for every format
+			if i%12 >= 6 {
+				b = 2 + rng.IntN(12) // the token kernels
+			}
+			raw := []byte{byte(rng.IntN(256)), byte(rng.IntN(256)), byte(rng.IntN(256))}
+			compareArbitrary(t, g, b, rng.Uint64(), raw, []*kernels{ks})
+		}
+	})
 }
 
 // FuzzMatVec checks MatVec's assembly path against the scalar kernels
@@ -415,25 +488,81 @@ func rotate4(dst, src []int8, l int) {
 }
 
 // TestKernelsUseVEXRegistersOnly checks that the generated assembly names
-// no vector register above 15: X16-X31 and Y16-Y31 need AVX-512 (EVEX),
-// so such a kernel would pass its tests on an AVX-512 machine and fault
-// with SIGILL on the AVX2 machines it is for. avo allocates them when a
-// kernel runs short of registers.
+// no vector register above 15 outside the AVX-512 kernels (whose names end
+// in AVX512): X16-X31 and Y16-Y31 need AVX-512 (EVEX), so such a kernel
+// would pass its tests on an AVX-512 machine and fault with SIGILL on the
+// AVX2 machines it is for. avo allocates them when a kernel runs short of
+// registers.
 func TestKernelsUseVEXRegistersOnly(t *testing.T) {
 	files, err := filepath.Glob("*_amd64.s")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no assembly files found (%v)", err)
 	}
 	high := regexp.MustCompile(`\b[XYZ](1[6-9]|2[0-9]|3[01])\b`)
+	highXY := regexp.MustCompile(`\b[XY](1[6-9]|2[0-9]|3[01])\b`)
+	text := regexp.MustCompile(`^TEXT ·(\w+)\(SB\)`)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
+		fn := ""
 		for i, line := range strings.Split(string(b), "\n") {
-			if high.MatchString(line) {
+			if m := text.FindStringSubmatch(line); m != nil {
+				fn = m[1]
+			}
+			if !high.MatchString(line) {
+				continue
+			}
+			if !strings.HasSuffix(fn, "AVX512") {
 				t.Errorf("%s:%d: %s: register needs AVX-512", f, i+1, strings.TrimSpace(line))
+			} else if op := strings.Fields(line)[0]; highXY.MatchString(line) && !evexFVLBW[op] {
+				t.Errorf("%s:%d: %s: %s on X16-X31 or Y16-Y31 is not known to be in AVX512F, BW or VL (the avx512 level's features): add it to evexFVLBW if the SDM says so", f, i+1, strings.TrimSpace(line), op)
 			}
 		}
+	}
+}
+
+// evexFVLBW are the instructions whose EVEX forms on xmm and ymm registers
+// need only AVX512F+VL or AVX512BW+VL (Intel SDM), which the AVX-512
+// kernels may use on X16-X31 and Y16-Y31. Others (VPINSRD: AVX512DQ) would
+// need a feature the avx512 level does not check, and VEX-only ones
+// (VEXTRACTF128, VPSIGNB) do not assemble there at all.
+var evexFVLBW = map[string]bool{
+	"VMOVDQU64": true, "VPADDD": true, "VPSUBD": true, "VPADDW": true, "VPSUBW": true,
+	"VPSRLW": true, "VPSLLD": true, "VPANDD": true, "VPXORD": true, "VPSHUFB": true,
+	"VPSHUFD": true, "VPUNPCKLDQ": true, "VPUNPCKHDQ": true, "VPUNPCKLQDQ": true,
+	"VPUNPCKHQDQ": true, "VPMADDWD": true, "VPMADDUBSW": true, "VPERMD": true,
+	"VPERMPS": true, "VCVTDQ2PS": true, "VCVTPH2PS": true, "VMULPS": true, "VADDPS": true,
+	"VSUBPS": true, "VBROADCASTSS": true, "VMOVD": true, "VMOVQ": true, "VMOVUPS": true,
+	"VEXTRACTI64X4": true, "VINSERTI64X4": true, "VINSERTI32X4": true, "VEXTRACTF64X4": true,
+	"VPBROADCASTD": true, "VPINSRW": true, "VPABSB": true, "VPSUBB": true, "VPMOVSXBW": true,
+	"VPERMW": true,
+}
+
+// TestSetLevel checks that every level Levels names can be selected and is
+// then the one SIMD reports, that "go" is always last, and that a level
+// this machine does not run is refused by name.
+func TestSetLevel(t *testing.T) {
+	ls := Levels()
+	if ls[len(ls)-1] != "go" {
+		t.Fatalf("Levels() = %v, want go last", ls)
+	}
+	orig := SIMD()
+	defer SetLevel(orig)
+	for _, l := range ls {
+		if _, err := SetLevel(l); err != nil {
+			t.Fatalf("SetLevel(%q): %v", l, err)
+		}
+		if SIMD() != l {
+			t.Fatalf("after SetLevel(%q), SIMD() = %q", l, SIMD())
+		}
+	}
+	_, err := SetLevel("avx9000")
+	if err == nil || !strings.Contains(err.Error(), `"avx9000"`) {
+		t.Fatalf("SetLevel(avx9000): err = %v, want one naming it", err)
+	}
+	if SIMD() != ls[len(ls)-1] {
+		t.Fatalf("a refused SetLevel changed the level to %q", SIMD())
 	}
 }

@@ -33,7 +33,7 @@ func SumStream(buf []uint64, threads int) uint64 {
 // rest, or everything without them, is summed in Go.
 func sumStream(part []uint64) uint64 {
 	var s0, s1, s2, s3 uint64
-	if n := len(part) &^ 63; simdOn.Load() && n > 0 {
+	if n := len(part) &^ 63; asmOn() && n > 0 {
 		s0 = sumStreamAVX2(&part[0], n)
 		part = part[n:]
 	}

@@ -28,7 +28,7 @@ func DotF16(a []float32, b []uint16) float32 {
 	b = b[:len(a)]
 	n := len(a) &^ 7
 	var r float32
-	if simdOn.Load() && n > 0 {
+	if asmOn() && n > 0 {
 		r = dotF16AVX2(&a[0], &b[0], n)
 	} else {
 		r = dotF16Go(a[:n], b[:n])
@@ -64,7 +64,7 @@ func dotF16Go(a []float32, b []uint16) float32 {
 func AxpyF16(a float32, x []uint16, y []float32) {
 	y = y[:len(x)]
 	n := len(x) &^ 7
-	if simdOn.Load() && n > 0 {
+	if asmOn() && n > 0 {
 		axpyF16AVX2(a, &x[0], &y[0], n)
 		x, y = x[n:], y[n:]
 	}
@@ -88,7 +88,7 @@ func axpyF16Go(a float32, x []uint16, y []float32) {
 func SiluMul(h, g, u []float32) {
 	g, u = g[:len(h)], u[:len(h)]
 	n := len(h) &^ 7
-	if simdOn.Load() && n > 0 {
+	if asmOn() && n > 0 {
 		siluMulAVX2(&h[0], &g[0], &u[0], n)
 		h, g, u = h[n:], g[n:], u[n:] // shorter than 8: Expf
 	}
@@ -118,7 +118,7 @@ func siluMulGo(h, g, u []float32) {
 func SoftmaxExp(x []float32, mx float32) float64 {
 	n := len(x) &^ 7
 	var sum float64
-	if simdOn.Load() && n > 0 {
+	if asmOn() && n > 0 {
 		sum = softmaxExpAVX2(&x[0], n, mx)
 		x = x[n:] // shorter than 8: Expf
 	}

@@ -197,6 +197,12 @@ func SubmitPaths(target string) []SubmitPath {
 func (p *Prediction) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "predicted on %s: %.2f ms/token, %.1f tok/s\n", p.Target, p.MsPerToken(), p.TokensPerSecond())
+	if p.NPUMatrices == 0 {
+		// Nothing to dispatch: the submit paths and streams would all be
+		// zeros that read like a figure.
+		fmt.Fprintf(&b, "  npu: no matrix planned on it; the CPU runs all %d matrices, %s (%v)\n", p.CPUMatrices, mib(p.CPUBytes), p.CPU)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "  npu: %d matrices, %d dispatches (%v), %s streamed (%v), %d context switches (%v)\n",
 		p.NPUMatrices, p.Dispatches, p.Dispatch, mib(p.NPUBytes), p.Stream, p.ContextSwitches, p.Switch)
 	fmt.Fprintf(&b, "  host: %s staged into the ring (%v, overlapped), %d cpu matrices %s (%v)\n",

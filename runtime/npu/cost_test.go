@@ -147,3 +147,19 @@ func TestPredict(t *testing.T) {
 	}
 	t.Logf("\n%s%s", p.String(), p.Against(st, tokens))
 }
+
+// TestPredictAllCPU: a plan with nothing on the NPU says so, without the
+// dispatch, stream and submit-path lines, which would be zeros.
+func TestPredictAllCPU(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	m := newTinyModel(t, rng)
+	for i := range m.entries {
+		m.entries[i].Device = "cpu"
+	}
+	p := npu.Predict(m.entries, xdna2, 20)
+	s := p.String()
+	if p.NPUMatrices != 0 || !strings.Contains(s, "no matrix planned on it") || strings.Contains(s, "dispatch") ||
+		strings.Contains(s, "amdxdna") || strings.Count(s, "\n") != 2 {
+		t.Errorf("all-CPU prediction:\n%s", s)
+	}
+}

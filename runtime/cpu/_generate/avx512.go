@@ -1,0 +1,1533 @@
+package main
+
+// The AVX-512 kernels (AVX512F, BW, VL and VNNI: Zen 4 and 5, Intel from
+// Cascade Lake on). Same arguments, activation layouts and bits as the
+// AVX2 kernels of main.go: per block the same exact int32 sum, then the
+// same float32 operations in the same order. What changes is how the
+// integer sums are formed: VPDPBUSD (unsigned bytes times signed bytes,
+// summed by fours into dwords, without the int16 saturation of VPMADDUBSW)
+// replaces VPMADDUBSW+VPMADDWD+VPADDD, the weights are read 64 bytes (two
+// 32-blocks) per load, and the reduction of four rows' sums to one dword
+// per (row, block) takes fewer shuffles.
+//
+// VPDPBUSD multiplies unsigned by signed bytes. The nibble formats' codes
+// are unsigned already. For Q8_0 both sides are signed: the weights are
+// flipped to w+128 (XOR 0x80, an unsigned byte) and 128*sum(a) is taken
+// off again, exact in int32 (|sum| < 2^31 for any block).
+//
+// avo v0.5.0 has no AVX512_VNNI instructions; vpdpbusd emits VPDPBUSD
+// through avo's raw instruction form (the Go assembler encodes it).
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// avx512 writes the AVX-512 kernels.
+func avx512() {
+	constants512()
+	rowsQ8x512("q8_0RowsAVX512")
+	rowsQ4x512("q4_0RowsAVX512", false)
+	rowsQ4x512("q5_0RowsAVX512", true)
+	rowsQ4Kx512("q4_KRowsAVX512", false)
+	rowsQ4Kx512("q5_KRowsAVX512", true)
+	rowsQ6x512("q6_KRowsAVX512")
+	toksQ8x512("q8_0ToksAVX512")
+	toksQ4x512("q4_0ToksAVX512", false)
+	toksQ4x512("q5_0ToksAVX512", true)
+	toksQ4Kx512("q4_KToksAVX512", false)
+	toksQ4Kx512("q5_KToksAVX512", true)
+	toksQ6x512("q6_KToksAVX512")
+}
+
+var (
+	c80x4  Mem // 4 x 0x80: VPBROADCASTD to 64 bytes of 0x80
+	c0Fx4  Mem // 4 x 0x0f
+	idxRed Mem // int32 [0 8 1 9 4 12 5 13] then 0s: see reducePairs
+	// Eight rows: idxRed8 (VPERMT2D of two halfReduce results, the second
+	// at 16+) to [A r0..3 | A r4..7 | B r0..3 | B r4..7]; idxST8 the f16
+	// scales [r0A r0B r1A r1B ...] to the same; idxB8 [0 x8, 1 x8].
+	idxRed8, idxST8, idxB8 Mem
+	// Q4_K: lane L of scMaskZ[jj] makes int16 x8 of byte 4jj+L (the
+	// scale of sub-block 4jj+L) from the 16 scalemin bytes in every lane.
+	scMaskZ [2]Mem
+	// Q6_K: word i of wIdxZ[jj] is 4jj + i/8: VPERMW spreads scale 4jj+L
+	// of the 16 (as int16) over lane L.
+	wIdxZ [4]Mem
+	// Q5: hShufZ makes byte i of lane L the byte of the 8 high bytes of a
+	// pair (broadcast to every qword) that holds the bits of the elements
+	// 2i and 2i+1 of block L%2: byte 4(L%2) + i/4. hShufKZ does it for
+	// the 16 high bytes of two pairs (Q5_K, lanes = four sub-blocks):
+	// byte 4L + i/4. hBitLo, hBitHi: byte i -> 1 << (2i mod 8), 1 <<
+	// (2i+1 mod 8) (elements 2i and 2i+1); hBitLH the first in the low
+	// 256 bits, the second in the high ones.
+	hShufZ, hShufKZ, hBitLo, hBitHi, hBitLH Mem
+	c10x4                                   Mem
+	// Q4_K token kernel: lane L of scMaskP[j] makes int16 x8 of byte
+	// 2j + L%2 (sub-block 2j for the lanes of block A, 2j+1 for B).
+	scMaskP [4]Mem
+)
+
+func constants512() {
+	i32 := func(v ...uint32) []byte {
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(x), byte(x>>8), byte(x>>16), byte(x>>24)
+		}
+		return b
+	}
+	c80x4 = table("c80x4", i32(0x80808080, 0))
+	c0Fx4 = table("c0Fx4", i32(0x0f0f0f0f, 0))
+	idxRed = table("idxRed", i32(0, 8, 1, 9, 4, 12, 5, 13, 0, 0, 0, 0, 0, 0, 0, 0))
+	idxRed8 = table("idxRed8", i32(0, 8, 1, 9, 16, 24, 17, 25, 4, 12, 5, 13, 20, 28, 21, 29))
+	idxST8 = table("idxST8", i32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15))
+	idxB8 = table("idxB8", i32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1))
+	for jj := range scMaskZ {
+		b := make([]byte, 64)
+		for i := 0; i < 32; i++ {
+			b[2*i], b[2*i+1] = byte(4*jj+i/8), 0x80
+		}
+		scMaskZ[jj] = table(fmt.Sprintf("scMaskZ%d", jj), b)
+	}
+	hs, hk, lo, hi, lh := make([]byte, 64), make([]byte, 64), make([]byte, 64), make([]byte, 64), make([]byte, 64)
+	for L := 0; L < 4; L++ {
+		for i := 0; i < 16; i++ {
+			hs[16*L+i] = byte(4*(L%2) + i/4)
+			hk[16*L+i] = byte(4*L + i/4)
+			lo[16*L+i] = 1 << ((2 * i) % 8)
+			hi[16*L+i] = 1 << ((2*i + 1) % 8)
+			lh[16*L+i] = lo[16*L+i]
+			if L >= 2 {
+				lh[16*L+i] = hi[16*L+i]
+			}
+		}
+	}
+	hShufZ, hShufKZ = table("hShufZ", hs), table("hShufKZ", hk)
+	hBitLo, hBitHi, hBitLH = table("hBitLo", lo), table("hBitHi", hi), table("hBitLH", lh)
+	c10x4 = table("c10x4", i32(0x10101010, 0))
+	for j := range scMaskP {
+		b := make([]byte, 64)
+		for i := 0; i < 32; i++ {
+			b[2*i], b[2*i+1] = byte(2*j+(i/8)%2), 0x80
+		}
+		scMaskP[j] = table(fmt.Sprintf("scMaskP%d", j), b)
+	}
+	for jj := range wIdxZ {
+		b := make([]byte, 64)
+		for i := 0; i < 32; i++ {
+			b[2*i] = byte(4*jj + i/8)
+		}
+		wIdxZ[jj] = table(fmt.Sprintf("wIdxZ%d", jj), b)
+	}
+}
+
+// vnni emits the AVX512_VNNI instruction op s, u, acc.
+func vnni(op string, s Op, u, acc Register) {
+	Instruction(&ir.Instruction{
+		Opcode:   op,
+		Operands: []Op{s, u, acc},
+		Inputs:   []Op{s, u, acc},
+		Outputs:  []Op{acc},
+		ISA:      []string{"AVX512_VNNI"},
+	})
+}
+
+// vpdpbusd emits VPDPBUSD s, u, acc: each dword of acc gets the sum of the
+// four products of its unsigned bytes in u by its signed bytes in s added
+// (no saturation). s may be memory.
+func vpdpbusd(s Op, u, acc Register) { vnni("VPDPBUSD", s, u, acc) }
+
+// vpdpwssd emits VPDPWSSD s, u, acc: each dword of acc gets the sum of the
+// two products of its signed words in u and s added (no saturation).
+func vpdpwssd(s Op, u, acc Register) { vnni("VPDPWSSD", s, u, acc) }
+
+// reduce4z sums all sixteen dwords of each of v[0..3] (zmm) into the xmm
+// [sum v0, sum v1, sum v2, sum v3]. Exact (int32).
+func reduce4z(v [4]VecVirtual) VecVirtual {
+	var t [4]VecVirtual
+	for i := range t {
+		t[i] = ZMM()
+	}
+	VPUNPCKLDQ(v[1], v[0], t[0]) // [v0_0 v1_0 v0_1 v1_1] per lane
+	VPUNPCKHDQ(v[1], v[0], t[1]) // [v0_2 v1_2 v0_3 v1_3]
+	VPADDD(t[1], t[0], t[0])
+	VPUNPCKLDQ(v[3], v[2], t[2])
+	VPUNPCKHDQ(v[3], v[2], t[3])
+	VPADDD(t[3], t[2], t[2])
+	VPUNPCKHQDQ(t[2], t[0], t[1]) // [v0_13 v1_13 v2_13 v3_13]
+	VPUNPCKLQDQ(t[2], t[0], t[0]) // [v0_02 v1_02 v2_02 v3_02]
+	VPADDD(t[1], t[0], t[0])      // lane L: [v0.L v1.L v2.L v3.L]
+	h := YMM()
+	VEXTRACTI64X4(U8(1), t[0], h)
+	VPADDD(h, t[0].AsY(), h)
+	return fold(h)
+}
+
+// pairRows folds the int32 sums of two rows, v0 and v1, each
+// [A.lo A.hi B.lo B.hi] by 128-bit lane (four dwords of partial sums of
+// block A, then of block B), into [r0A r0B r1A r1B].
+func pairRows(v0, v1 VecVirtual) VecVirtual {
+	p, q := ZMM(), ZMM()
+	VSHUFI64X2(U8(0x88), v1, v0, p) // [v0.0 v0.2 v1.0 v1.2]
+	VSHUFI64X2(U8(0xdd), v1, v0, q) // [v0.1 v0.3 v1.1 v1.3]
+	VPADDD(q, p, p)
+	return p
+}
+
+// halfReduce sums the four dwords of each 128-bit lane of z01 = [r0A r0B
+// r1A r1B] and z23 = [r2A r2B r3A r3B]: after the two unpacks and the qword
+// swap, lane L holds [sum z01.L, sum z23.L, the same again], so r0A is
+// dword 0, r2A 1, r0B 4, r2B 5, r1A 8, r3A 9, r1B 12 and r3B 13. Exact.
+func halfReduce(z01, z23 VecVirtual) VecVirtual {
+	u, h := ZMM(), ZMM()
+	VPUNPCKLDQ(z23, z01, u) // [z01.0 z23.0 z01.1 z23.1]
+	VPUNPCKHDQ(z23, z01, h) // [z01.2 z23.2 z01.3 z23.3]
+	VPADDD(h, u, u)
+	VPSHUFD(U8(0x4e), u, h) // swap the qwords
+	VPADDD(h, u, u)
+	return u
+}
+
+// reducePairs is halfReduce then the permutation idxRed to the ymm [r0A
+// r1A r2A r3A | r0B r1B r2B r3B] (the low half of the zmm returned), the
+// layout of the AVX2 kernels' reduce4.
+func reducePairs(z01, z23, idx VecVirtual) VecVirtual {
+	u := halfReduce(z01, z23)
+	VPERMD(u, idx, u)
+	return u
+}
+
+// consts512 are the constants the AVX-512 rows kernels keep in registers.
+type consts512 struct {
+	idxRed, idx01, idxT VecVirtual
+	km                  [3]Register // gather4z's masks
+}
+
+func loadConsts512() consts512 {
+	c := consts512{ZMM(), YMM(), YMM(), gatherMasks()}
+	VMOVDQU64(idxRed, c.idxRed)
+	VMOVDQU64(idx01, c.idx01)
+	VMOVDQU64(idxT, c.idxT)
+	return c
+}
+
+// gatherMasks returns the opmasks 0b10, 0b100 and 0b1000 for gather4z.
+func gatherMasks() [3]Register {
+	var km [3]Register
+	for i := range km {
+		r := GP32()
+		MOVL(U32(2<<i), r)
+		km[i] = K()
+		KMOVW(r, km[i])
+	}
+	return km
+}
+
+// gather4z is main.go's gather4 (the dwords at base + k*stride, k = 0..3,
+// into an xmm) with masked broadcasts in place of VPINSRD, whose EVEX form
+// (on X16-X31, which avo may give an AVX-512 kernel) needs AVX512DQ, a
+// feature the avx512 level does not check.
+func gather4z(base, stride Register, km [3]Register) VecVirtual {
+	g := XMM()
+	VMOVD(Mem{Base: base}, g)
+	VPBROADCASTD(Mem{Base: base, Index: stride, Scale: 1}, km[0], g)
+	VPBROADCASTD(Mem{Base: base, Index: stride, Scale: 2}, km[1], g)
+	t := GP64()
+	LEAQ(Mem{Base: base, Index: stride, Scale: 2}, t)
+	VPBROADCASTD(Mem{Base: t, Index: stride, Scale: 1}, km[2], g)
+	return g
+}
+
+// finish4 is the float part of one pair of blocks for four rows, exactly
+// as in the AVX2 kernels: r [r0A..r3A | r0B..r3B] (int32, the bias already
+// taken off) to float32, times d_w*d_x (the rows' f16 scales at psc, rows
+// ss bytes apart; the token's two scales at dx), added to acc block A then
+// block B.
+func finish4(r VecVirtual, psc, ss Register, dx Mem, c consts512, acc VecVirtual) {
+	f := YMM()
+	VCVTDQ2PS(r.AsY(), f)
+	w := YMM()
+	VCVTPH2PS(gather4z(psc, ss, c.km), w)
+	VPERMPS(w, c.idxT, w) // [dA r0..3 | dB r0..3]
+	v := XMM()
+	VMOVQ(dx, v)
+	x := YMM()
+	VPERMD(v.AsY(), c.idx01, x) // [dxA x4 | dxB x4]
+	VMULPS(x, w, w)             // d_w * d_x
+	VMULPS(w, f, f)             // float32(isum) * (d_w*d_x)
+	addTo(f, acc)
+}
+
+// rowsQ8x512 writes the Q8_0 rows kernel (the arguments of rowsQ8): rows32x512.
+func rowsQ8x512(name string) { rows32x512(name, true, false) }
+
+// rowsQ4x512 writes the Q4_0 (q5: Q5_0) rows kernel (the arguments of
+// rowsQ4): rows32x512.
+func rowsQ4x512(name string, q5 bool) { rows32x512(name, false, q5) }
+
+// rows32x512 writes the Q8_0 (q8), Q4_0 or Q5_0 (q5) rows kernel, eight rows per
+// step while eight remain, then four, a pair of 32-blocks at a time.
+//
+// Q8_0: per row one 64-byte load of the weights, flipped to unsigned
+// (w+128) and multiplied by the token's 64 codes with one VPDPBUSD, into an
+// accumulator that starts at -128*sum(a) per dword. Q4_0: two rows' 32
+// code bytes in one zmm [row k | row k+1], split into low nibbles (even
+// elements) and high (odd ones), multiplied by the token's permuted codes
+// (even elements of A and B, twice; odd elements, twice) with two
+// VPDPBUSD; Q5_0 adds the 5th bits to the nibbles first (highBitsZ).
+// Either way each pair of rows gives [r_k A, r_k B, r_k+1 A,
+// r_k+1 B] (partial dwords by 128-bit lane), which the reduction turns
+// into one dword per row and block; then the float part of the AVX2
+// kernel, one lane per row and block.
+func rows32x512(name string, q8, q5 bool) {
+	switch {
+	case q8:
+		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int)")
+		rowsDoc(name, "dotQ8_0(codes, scales of row i, tile t; the token's codes and scales of tile t)")
+	case q5:
+		TEXT(name, NOSPLIT, "func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)")
+		rowsDoc(name, "dotQ5_0(codes, high, scales of row i, tile t; the token's codes, scales and sums of tile t)")
+	default:
+		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)")
+		rowsDoc(name, "dotQ4_0(codes, scales of row i, tile t; the token's codes, scales and sums of tile t)")
+	}
+	Pragma("noescape")
+	cs := Load(Param("cstride"), GP64())
+	ss := Load(Param("sstride"), GP64())
+	var hs Register
+	if q5 {
+		hs = Load(Param("hstride"), GP64())
+	}
+	a := Load(Param("a"), GP64())
+	d := Load(Param("d"), GP64())
+	var s Register
+	if !q8 {
+		s = Load(Param("s"), GP64())
+	}
+	lim := Load(Param("np"), GP64())
+	SHLQ(U8(3), lim)
+	bias := 3 // w = q-8: subtract 8*sum(a)
+	if q5 {
+		bias = 4 // w = q-16
+	}
+	c := loadConsts512()
+	red8, sT8, b8 := ZMM(), ZMM(), ZMM()
+	VMOVDQU64(idxRed8, red8)
+	VMOVDQU64(idxST8, sT8)
+	VMOVDQU64(idxB8, b8)
+	var m80, zero, m0F VecVirtual
+	if q8 {
+		m80, zero = ZMM(), ZMM()
+		VPBROADCASTD(c80x4, m80)
+		VPXORD(zero, zero, zero)
+	} else {
+		m0F = ZMM()
+		VPBROADCASTD(c0Fx4, m0F)
+	}
+	var hc highConsts
+	planes := []string{"codes", "scales"}
+	strides := map[string]Register{"codes": cs, "scales": ss}
+	if q5 {
+		hc = loadHighConsts(hShufZ, true)
+		planes = append(planes, "high")
+		strides["high"] = hs
+	}
+	tv := beginTiles(name, planes...)
+
+	for _, n := range []int{8, 4} {
+		lbl := fmt.Sprintf("%s_rows%d", name, n)
+		next := name + "_rows4"
+		if n == 4 {
+			next = name + "_rowsdone"
+		}
+		Label(lbl)
+		CMPQ(tv.rows, U8(n))
+		JL(LabelRef(next))
+		pc, psc := tv.load("codes"), tv.load("scales")
+		var ph Register
+		if q5 {
+			ph = tv.load("high")
+		}
+		x := GP64() // 8*pair
+		XORQ(x, x)
+		var acc VecVirtual
+		if n == 8 {
+			acc = YMM()
+		} else {
+			acc = XMM()
+		}
+		VXORPS(acc, acc, acc)
+
+		Label(lbl + "_pair")
+		if q8 {
+			tv.prefetch(64 * n)
+		} else {
+			tv.prefetch(32 * n)
+		}
+		// row k of the codes at rm(k, disp)
+		t := GP64()
+		LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+		var pc4, t4 Register
+		if n == 8 {
+			pc4, t4 = GP64(), GP64()
+			LEAQ(Mem{Base: pc, Index: cs, Scale: 4}, pc4)
+			LEAQ(Mem{Base: pc4, Index: cs, Scale: 2}, t4)
+		}
+		rm := func(k, disp int) Mem {
+			if k >= 4 {
+				return rowMem(pc4, cs, t4, k-4, disp)
+			}
+			return rowMem(pc, cs, t, k, disp)
+		}
+		// hm is row k of the high bits, addressed through a fresh
+		// register where it takes one (the general registers are short).
+		hm := func(k int) Mem {
+			switch k {
+			case 0, 1, 2:
+				return rowMem(ph, hs, nil, k, 0)
+			}
+			r := GP64()
+			if k == 3 {
+				LEAQ(Mem{Base: ph, Index: hs, Scale: 2}, r)
+				return Mem{Base: r, Index: hs, Scale: 1}
+			}
+			LEAQ(Mem{Base: ph, Index: hs, Scale: 4}, r)
+			if k == 7 {
+				LEAQ(Mem{Base: r, Index: hs, Scale: 2}, r)
+				return Mem{Base: r, Index: hs, Scale: 1}
+			}
+			return rowMem(r, hs, nil, k-4, 0)
+		}
+		z := make([]VecVirtual, n/2) // [r_2p A, r_2p B, r_2p+1 A, r_2p+1 B]
+		if q8 {
+			za := ZMM()
+			VMOVDQU64(Mem{Base: a, Index: x, Scale: 8}, za)
+			corr := ZMM()
+			VPXORD(corr, corr, corr)
+			vpdpbusd(za, m80, corr) // 128*sum(a) per dword
+			v := make([]VecVirtual, n)
+			for k := range v {
+				v[k] = ZMM()
+				VPSUBD(corr, zero, v[k]) // -128*sum(a)
+				w := ZMM()
+				VPXORD(rm(k, 0), m80, w) // w+128
+				vpdpbusd(za, w, v[k])
+			}
+			for p := range z {
+				z[p] = pairRows(v[2*p], v[2*p+1])
+			}
+		} else {
+			ae, ao := ZMM(), ZMM()
+			VBROADCASTI64X4(Mem{Base: a, Index: x, Scale: 8}, ae)           // even elements of A, B; twice
+			VBROADCASTI64X4(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, ao) // odd elements
+			for p := range z {
+				cz := ZMM()
+				VMOVDQU64(rm(2*p, 0), cz.AsY())
+				VINSERTI64X4(U8(1), rm(2*p+1, 0), cz, cz)
+				hi := ZMM()
+				VPSRLW(U8(4), cz, hi)
+				VPANDD(m0F, cz, cz)
+				VPANDD(m0F, hi, hi)
+				if q5 {
+					hv := ZMM()
+					VPBROADCASTQ(hm(2*p), hv)
+					VPBROADCASTQ(hm(2*p+1), hc.upper, hv) // [row 2p x4 | row 2p+1 x4]
+					highBitsZ(hv, cz, hi, hc)
+				}
+				z[p] = ZMM()
+				VPXORD(z[p], z[p], z[p])
+				vpdpbusd(ae, cz, z[p])
+				vpdpbusd(ao, hi, z[p])
+			}
+		}
+		dx := Mem{Base: d, Index: x, Scale: 1}
+		if n == 4 {
+			r := reducePairs(z[0], z[1], c.idxRed)
+			if !q8 {
+				sv := XMM()
+				VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
+				sb := YMM()
+				VPERMD(sv.AsY(), c.idx01, sb)
+				VPSLLD(U8(bias), sb, sb)
+				VPSUBD(sb, r.AsY(), r.AsY()) // - 8*sum(a), Q5_0 16*sum(a)
+			}
+			finish4(r, psc, ss, dx, c, acc)
+		} else {
+			r := halfReduce(z[0], z[1])
+			VPERMT2D(halfReduce(z[2], z[3]), red8, r) // [A r0..3 | A r4..7 | B r0..3 | B r4..7]
+			if !q8 {
+				sv := XMM()
+				VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
+				sb := ZMM()
+				VPERMD(sv.AsZ(), b8, sb)
+				VPSLLD(U8(bias), sb, sb)
+				VPSUBD(sb, r, r) // - 8*sum(a), Q5_0 16*sum(a)
+			}
+			finish8(r, psc, ss, dx, sT8, b8, acc, c.km)
+		}
+		if q8 {
+			ADDQ(U8(64), pc) // code bytes per pair and row
+		} else {
+			ADDQ(U8(32), pc)
+		}
+		ADDQ(U8(4), psc)
+		if q5 {
+			ADDQ(U8(8), ph)
+		}
+		ADDQ(U8(8), x)
+		CMPQ(x, lim)
+		JL(LabelRef(lbl + "_pair"))
+
+		y := GP64()
+		MOVQ(tv.y, y)
+		store(lbl, acc, y, tv.add)
+		ADDQ(U8(4*n), y)
+		MOVQ(y, tv.y)
+		for _, p := range tv.planes {
+			r := tv.load(p)
+			LEAQ(Mem{Base: r, Index: strides[p], Scale: uint8(n)}, r)
+			MOVQ(r, tv.local[p])
+		}
+		SUBQ(U8(n), tv.rows)
+		JMP(LabelRef(lbl))
+	}
+
+	tv.endTiles(name, func() {
+		LEAQ(Mem{Base: a, Index: lim, Scale: 8}, a) // 64 bytes per pair
+		ADDQ(lim, d)                                // 2 floats per pair
+		if !q8 {
+			ADDQ(lim, s)
+		}
+	})
+}
+
+// highConsts are the Q5 kernels' constants for highBitsZ.
+type highConsts struct {
+	shuf, lo, hi, c10 VecVirtual
+	upper             Register // opmask of the high four qwords
+}
+
+// loadHighConsts loads them, shuf being hShufZ or hShufKZ; lh loads hBitLo
+// and hBitHi, else hBitLH (into lo).
+func loadHighConsts(shuf Mem, lh bool) highConsts {
+	c := highConsts{shuf: ZMM(), lo: ZMM(), c10: ZMM()}
+	VMOVDQU64(shuf, c.shuf)
+	VPBROADCASTD(c10x4, c.c10)
+	if lh {
+		c.hi = ZMM()
+		VMOVDQU64(hBitLo, c.lo)
+		VMOVDQU64(hBitHi, c.hi)
+	} else {
+		VMOVDQU64(hBitLH, c.lo)
+	}
+	r := GP32()
+	MOVL(U32(0xf0), r)
+	c.upper = K()
+	KMOVW(r, c.upper)
+	return c
+}
+
+// highBitsZ adds the 5th bits (16) to the nibbles lo (even elements) and hi
+// (odd ones) by 128-bit lane, hv holding in each lane the high-bit bytes
+// of the lane's block as c.shuf expects them; with hi nil, lo holds the
+// even elements in its low 256 bits and the odd ones in its high 256 bits
+// (c from loadHighConsts(_, false)). VPTESTMB makes the byte masks.
+func highBitsZ(hv, lo, hi VecVirtual, c highConsts) {
+	VPSHUFB(c.shuf, hv, hv)
+	k := K()
+	VPTESTMB(c.lo, hv, k)
+	VPADDB(c.c10, lo, k, lo)
+	if hi != nil {
+		k2 := K()
+		VPTESTMB(c.hi, hv, k2)
+		VPADDB(c.c10, hi, k2, hi)
+	}
+}
+
+// finish8 is finish4 for eight rows: r is [A r0..3 | A r4..7 | B r0..3 |
+// B r4..7] (int32) and acc the rows' sums [r0..r7]; block A is added to
+// acc, then block B.
+func finish8(r VecVirtual, psc, ss Register, dx Mem, sT8, b8, acc VecVirtual, km [3]Register) {
+	f := ZMM()
+	VCVTDQ2PS(r, f)
+	p4 := GP64()
+	LEAQ(Mem{Base: psc, Index: ss, Scale: 4}, p4)
+	g := YMM()
+	VINSERTI32X4(U8(1), gather4z(p4, ss, km), gather4z(psc, ss, km).AsY(), g) // [r0 .. r7], f16 A and B each
+	w := ZMM()
+	VCVTPH2PS(g, w)
+	VPERMPS(w, sT8, w)
+	v := XMM()
+	VMOVQ(dx, v)
+	xv := ZMM()
+	VPERMD(v.AsZ(), b8, xv) // [dxA x8 | dxB x8]
+	VMULPS(xv, w, w)        // d_w * d_x
+	VMULPS(w, f, f)         // float32(isum) * (d_w*d_x)
+	VADDPS(f.AsY(), acc, acc)
+	h := YMM()
+	VEXTRACTF64X4(U8(1), f, h)
+	VADDPS(h, acc, acc)
+}
+
+// rowsQ4Kx512 writes the Q4_K (q5: Q5_K, with the 5th bits added by
+// highBitsZ) rows kernel (the arguments of rowsK). Per
+// super-block and row, the 128 code bytes in two zmm (sub-blocks 4jj..4jj+3
+// by 128-bit lane), their nibbles multiplied by the token's codes with
+// VPMADDUBSW (int16: at most 2*31*128 per product pair, twice), then by the
+// sub-block scales and summed into dwords with VPDPWSSD. The activations of
+// a zmm's four sub-blocks are two 32-byte halves of the permuted codes,
+// put together once per super-block for the four rows. The mins and the
+// float part are the AVX2 kernel's.
+func rowsQ4Kx512(name string, q5 bool) {
+	if q5 {
+		TEXT(name, NOSPLIT, "func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)")
+		rowsDoc(name, "dotQ5_K(codes, high, sm, dm of row i, tile t; the token's codes, scales and bsums of tile t)")
+	} else {
+		TEXT(name, NOSPLIT, "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)")
+		rowsDoc(name, "dotQ4_K(codes, sm, dm of row i, tile t; the token's codes, scales and bsums of tile t)")
+	}
+	Pragma("noescape")
+	cnt := AllocLocal(8)
+	cs := Load(Param("cstride"), GP64())
+	ms := Load(Param("mstride"), GP64())
+	ds := Load(Param("dstride"), GP64())
+	strides := map[string]Register{"codes": cs, "sm": ms, "dm": ds}
+	planes := []string{"codes", "sm", "dm"}
+	var hs Register
+	var hc highConsts
+	if q5 {
+		hs = Load(Param("hstride"), GP64())
+		strides["high"] = hs
+		planes = append(planes, "high")
+		hc = loadHighConsts(hShufKZ, true)
+	}
+	m0F := ZMM()
+	VPBROADCASTD(c0Fx4, m0F)
+	var scm [2]VecVirtual
+	for jj := range scm {
+		scm[jj] = ZMM()
+		VMOVDQU64(scMaskZ[jj], scm[jj])
+	}
+	km := gatherMasks()
+	mm, it := XMM(), YMM()
+	VMOVDQU64(mMask, mm)
+	VMOVDQU64(idxT, it)
+	tv := beginTiles(name, planes...)
+
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psm, pdm := tv.load("codes"), tv.load("sm"), tv.load("dm")
+	var ph Register
+	if q5 {
+		ph = tv.load("high")
+	}
+	pa := Load(Param("a"), GP64())
+	pd := Load(Param("d"), GP64())
+	pbp := Load(Param("bp"), GP64())
+	n := Load(Param("nsb"), GP64())
+	MOVQ(n, cnt)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+
+	Label(name + "_sb")
+	tv.prefetch(512) // 4 rows x 128 bytes of codes per super-block
+	// ae[jj], ao[jj]: the even (odd) elements of sub-blocks 4jj..4jj+3.
+	var ae, ao [2]VecVirtual
+	for jj := 0; jj < 2; jj++ {
+		for h := 0; h < 2; h++ {
+			z := ZMM()
+			VMOVDQU64(Mem{Base: pa, Disp: 128*jj + 32*h}, z.AsY())
+			VINSERTI64X4(U8(1), Mem{Base: pa, Disp: 128*jj + 64 + 32*h}, z, z)
+			if h == 0 {
+				ae[jj] = z
+			} else {
+				ao[jj] = z
+			}
+		}
+	}
+	t := GP64()
+	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+	tm := GP64()
+	LEAQ(Mem{Base: psm, Index: ms, Scale: 2}, tm)
+	var th Register
+	if q5 {
+		th = GP64()
+		LEAQ(Mem{Base: ph, Index: hs, Scale: 2}, th)
+	}
+	var v [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		smv := ZMM()
+		VBROADCASTI32X4(rowMem(psm, ms, tm, k, 0), smv)
+		v[k] = ZMM()
+		for jj := 0; jj < 2; jj++ {
+			lo, hi := ZMM(), ZMM()
+			VMOVDQU64(rowMem(pc, cs, t, k, 64*jj), lo)
+			VPSRLW(U8(4), lo, hi)
+			VPANDD(m0F, lo, lo)
+			VPANDD(m0F, hi, hi)
+			if q5 {
+				hv := ZMM()
+				VBROADCASTI32X4(rowMem(ph, hs, th, k, 16*jj), hv) // the high bytes of pairs 2jj, 2jj+1
+				highBitsZ(hv, lo, hi, hc)
+			}
+			VPMADDUBSW(ae[jj], lo, lo)
+			VPMADDUBSW(ao[jj], hi, hi)
+			VPADDW(hi, lo, lo)
+			sc := ZMM()
+			VPSHUFB(scm[jj], smv, sc)
+			if jj == 0 {
+				VPMADDWD(sc, lo, v[k]) // sc_j * sum(q*a) per dword
+			} else {
+				vpdpwssd(sc, lo, v[k])
+			}
+		}
+	}
+	si := reduce4z(v) // sumi of rows 0..3
+	var m [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		mv := XMM()
+		VMOVDQU64(rowMem(psm, ms, tm, k, 0), mv)
+		VPSHUFB(mm, mv, mv) // the 8 mins as int16
+		m[k] = XMM()
+		VPMADDWD(Mem{Base: pbp}, mv, m[k])
+	}
+	sm := reduce4(m, false) // summ of rows 0..3
+	w := YMM()
+	VCVTPH2PS(gather4z(pdm, ds, km), w)
+	VPERMPS(w, it, w) // [d r0..3 | dmin r0..3]
+	dx := YMM()
+	VBROADCASTSS(Mem{Base: pd}, dx)
+	VMULPS(dx, w, w)
+	fi, fm := XMM(), XMM()
+	VCVTDQ2PS(si, fi)
+	VCVTDQ2PS(sm, fm)
+	VMULPS(w.AsX(), fi, fi) // dd*float32(sumi)
+	dmn := XMM()
+	VEXTRACTF128(U8(1), w, dmn)
+	VMULPS(dmn, fm, fm) // dmin*float32(summ)
+	VSUBPS(fm, fi, fi)
+	VADDPS(fi, acc, acc)
+	ADDQ(U8(128), pc)
+	if q5 {
+		ADDQ(U8(32), ph)
+	}
+	ADDQ(U8(16), psm)
+	ADDQ(U8(4), pdm)
+	ADDQ(U32(256), pa)
+	ADDQ(U8(4), pd)
+	ADDQ(U8(16), pbp)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_sb"))
+	tv.nextRows(name, acc, strides)
+
+	tv.endTiles(name, func() { nextTileK(true) })
+}
+
+// rowsQ6x512 writes the Q6_K rows kernel (the arguments of rowsQ6). Per
+// super-block and row, the 256 codes (int8: q-32, but any byte is taken
+// exactly) in four zmm (groups of 16 by 128-bit lane). As in the AVX2
+// kernel the products are |w| (unsigned) times a*sign(w), but the sign
+// goes on by negating the token's codes (loaded once per super-block for
+// the four rows) under the mask of w's sign bits: VPMADDUBSW then sums
+// pairs in int16 exactly (|a| <= 127, so at most 2*128*127), and VPDPWSSD
+// multiplies them by the group scales (VPERMW spreads them) into dwords.
+// The float part is the AVX2 kernel's.
+func rowsQ6x512(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int)")
+	rowsDoc(name, "dotQ6_K(codes, scales, dp of row i, tile t; the token's codes and scales of tile t)")
+	Pragma("noescape")
+	cnt := AllocLocal(8)
+	cs := Load(Param("cstride"), GP64())
+	ss := Load(Param("sstride"), GP64())
+	ds := Load(Param("dstride"), GP64())
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
+	var wi [4]VecVirtual
+	for jj := range wi {
+		wi[jj] = ZMM()
+		VMOVDQU64(wIdxZ[jj], wi[jj])
+	}
+	tv := beginTiles(name, "codes", "scales", "dp")
+
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psc, pdp := tv.load("codes"), tv.load("scales"), tv.load("dp")
+	pa := Load(Param("a"), GP64())
+	pd := Load(Param("d"), GP64())
+	n := Load(Param("nsb"), GP64())
+	MOVQ(n, cnt)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+
+	Label(name + "_sb")
+	tv.prefetch(1024)    // 4 rows x 256 bytes of codes per super-block
+	var av [4]VecVirtual // the token's codes
+	for jj := range av {
+		av[jj] = ZMM()
+		VMOVDQU64(Mem{Base: pa, Disp: 64 * jj}, av[jj])
+	}
+	t := GP64()
+	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+	ts := GP64()
+	LEAQ(Mem{Base: psc, Index: ss, Scale: 2}, ts)
+	var v [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		sv := ZMM()
+		VPMOVSXBW(rowMem(psc, ss, ts, k, 0), sv.AsY()) // the 16 scales as int16
+		v[k] = ZMM()
+		for jj := 0; jj < 4; jj++ {
+			w, sg := ZMM(), K()
+			VMOVDQU64(rowMem(pc, cs, t, k, 64*jj), w)
+			VPMOVB2M(w, sg)
+			VPABSB(w, w)
+			x := ZMM()
+			VMOVDQA64(av[jj], x)
+			VPSUBB(x, zero, sg, x) // a*sign(w)
+			VPMADDUBSW(x, w, x)
+			sc := ZMM()
+			VPERMW(sv, wi[jj], sc)
+			if jj == 0 {
+				VPMADDWD(sc, x, v[k])
+			} else {
+				vpdpwssd(sc, x, v[k])
+			}
+		}
+	}
+	si := reduce4z(v)
+	g := XMM()
+	VPXOR(g, g, g)
+	VPINSRW(U8(0), Mem{Base: pdp}, g, g)
+	VPINSRW(U8(1), Mem{Base: pdp, Index: ds, Scale: 1}, g, g)
+	VPINSRW(U8(2), Mem{Base: pdp, Index: ds, Scale: 2}, g, g)
+	t3 := GP64()
+	LEAQ(Mem{Base: pdp, Index: ds, Scale: 2}, t3)
+	VPINSRW(U8(3), Mem{Base: t3, Index: ds, Scale: 1}, g, g)
+	dw := XMM()
+	VCVTPH2PS(g, dw)
+	dx := XMM()
+	VBROADCASTSS(Mem{Base: pd}, dx)
+	VMULPS(dx, dw, dw)
+	f := XMM()
+	VCVTDQ2PS(si, f)
+	VMULPS(dw, f, f)
+	VADDPS(f, acc, acc)
+	ADDQ(U32(256), pc)
+	ADDQ(U8(16), psc)
+	ADDQ(U8(2), pdp)
+	ADDQ(U32(256), pa)
+	ADDQ(U8(4), pd)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_sb"))
+	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss, "dp": ds})
+
+	tv.endTiles(name, func() { nextTileK(false) })
+}
+
+// nextTileK moves the activation arguments of the K-quant rows kernels on
+// by a K-tile of nsb super-blocks: d by 4 bytes per super-block, bp (if
+// bp) by 16, a by 256.
+func nextTileK(bp bool) {
+	n := Load(Param("nsb"), GP64())
+	m := GP64()
+	MOVQ(n, m)
+	SHLQ(U8(2), m) // 4 bytes of d per super-block
+	r := Load(Param("d"), GP64())
+	ADDQ(m, r)
+	Store(r, Param("d"))
+	if bp {
+		SHLQ(U8(2), m) // 16 bytes of bp
+		r = Load(Param("bp"), GP64())
+		ADDQ(m, r)
+		Store(r, Param("bp"))
+	}
+	SHLQ(U8(8), n) // 256 codes
+	r = Load(Param("a"), GP64())
+	ADDQ(n, r)
+	Store(r, Param("a"))
+}
+
+// nextRowToks ends a token kernel's row (the planes already moved on):
+// one row fewer, back to name_rows, and the return at name_done.
+func nextRowToks(name string) {
+	DECQ(param("rows"))
+	JMP(LabelRef(name + "_rows"))
+
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// local is a local variable of a token kernel and the argument that sets
+// it (toLocals) or moves it on by one group (nextGroups).
+type local struct {
+	dst Mem
+	arg string
+}
+
+// toLocals copies the arguments into their locals.
+func toLocals(ls []local) {
+	for _, l := range ls {
+		r := Load(Param(l.arg), GP64())
+		MOVQ(r, l.dst)
+	}
+}
+
+// nextGroups moves each local on by groups times its argument (the
+// pointers to the next groups' activations) and counts the groups off
+// gcnt.
+func nextGroups(groups int, gcnt Mem, ls []local) {
+	for _, l := range ls {
+		r := GP64()
+		MOVQ(l.dst, r)
+		for range groups {
+			ADDQ(param(l.arg), r)
+		}
+		MOVQ(r, l.dst)
+	}
+	SUBQ(U8(groups), gcnt)
+}
+
+// groupPasses runs pass over a row's token groups, two at a time while two
+// remain, then one, and ends at the label name_rowdone. The passes' loops
+// are labelled name+label+"2" and name+label+"1".
+func groupPasses(name, label string, gcnt Mem, pass func(label string, groups int)) {
+	Label(name + "_group")
+	CMPQ(gcnt, U8(2))
+	JL(LabelRef(name + "_one"))
+	pass(name+label+"2", 2)
+	JMP(LabelRef(name + "_group"))
+	Label(name + "_one")
+	CMPQ(gcnt, U8(1))
+	JL(LabelRef(name + "_rowdone"))
+	pass(name+label+"1", 1)
+	Label(name + "_rowdone")
+}
+
+// oNextRow moves the argument o, moved on by 16 bytes per group, to the
+// next row's outputs.
+func oNextRow() {
+	po := Load(Param("o"), GP64())
+	gb := Load(Param("groups"), GP64())
+	SHLQ(U8(4), gb)
+	SUBQ(gb, po)
+	ADDQ(param("ostride"), po)
+	Store(po, Param("o"))
+}
+
+// toksQ8x512 writes the Q8_0 token kernel (the arguments of toksQ8), two
+// groups (eight tokens) per pass while two remain, then one. Per pair of
+// blocks, the row's 64 code bytes in one zmm serve every token: the
+// token's codes flipped to a+128 (unsigned) times the weights (signed) with
+// one VPDPBUSD, into an accumulator that starts at -128*sum(w) per dword
+// (the same for every token). Each group's four tokens reduce to [t0A..t3A
+// | t0B..t3B]; the float part is the AVX2 kernel's (finishGroups).
+func toksQ8x512(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, ag, dg, np, groups int, o *float32, ostride, rows, add int)")
+	toksDoc(name, "dotQ8_0")
+	Pragma("noescape")
+	gcnt := AllocLocal(8)
+	pag, pdg := AllocLocal(8), AllocLocal(8)
+	lim := Load(Param("np"), GP64())
+	SHLQ(U8(2), lim)
+	red, i01 := ZMM(), YMM()
+	VMOVDQU64(idxRed, red)
+	VMOVDQU64(idx01, i01)
+	m80, zero := ZMM(), ZMM()
+	VPBROADCASTD(c80x4, m80)
+	VPXORD(zero, zero, zero)
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	pc0 := Load(Param("codes"), GP64())
+	psc := Load(Param("scales"), GP64())
+	po := Load(Param("o"), GP64())
+	toLocals([]local{{pag, "a"}, {pdg, "d"}, {gcnt, "groups"}})
+
+	pass := func(label string, groups int) {
+		pa, pd, pc := GP64(), GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		MOVQ(pc0, pc)
+		var agr, pd1 Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			pd1 = GP64()
+			MOVQ(pd, pd1)
+			ADDQ(param("dg"), pd1)
+		}
+		x := GP64()
+		XORQ(x, x)
+		acc := make([]VecVirtual, groups)
+		for i := range acc {
+			acc[i] = XMM()
+			VXORPS(acc[i], acc[i], acc[i])
+		}
+
+		Label(label)
+		w := ZMM()
+		VMOVDQU64(Mem{Base: pc}, w)
+		c := ZMM()
+		VPXORD(c, c, c)
+		vpdpbusd(w, m80, c) // 128*sum(w) per dword
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		r := make([]VecVirtual, groups)
+		for gi := 0; gi < groups; gi++ {
+			var v [4]VecVirtual
+			for l := 0; l < 4; l++ {
+				t := ZMM()
+				VPXORD(am(gi, 64*l), m80, t) // a+128
+				v[l] = ZMM()
+				VPSUBD(c, zero, v[l])
+				vpdpbusd(w, t, v[l])
+			}
+			r[gi] = reducePairs(pairRows(v[0], v[1]), pairRows(v[2], v[3]), red).AsY().(VecVirtual)
+		}
+		g := XMM()
+		VMOVD(Mem{Base: psc, Index: x, Scale: 1}, g)
+		VCVTPH2PS(g, g)
+		dw := YMM()
+		VPERMPS(g.AsY(), i01, dw)
+		dx := []Mem{{Base: pd, Index: x, Scale: 8}}
+		if groups == 2 {
+			dx = append(dx, Mem{Base: pd1, Index: x, Scale: 8})
+		}
+		finishGroups(r, nil, dx, dw, acc)
+		ADDQ(U32(256), pa)
+		ADDQ(U8(64), pc)
+		ADDQ(U8(4), x)
+		CMPQ(x, lim)
+		JL(LabelRef(label))
+
+		for gi := 0; gi < groups; gi++ {
+			store(fmt.Sprintf("%s%d", label, gi), acc[gi], po, param("add"))
+			ADDQ(U8(16), po)
+		}
+		nextGroups(groups, gcnt, []local{{pag, "ag"}, {pdg, "dg"}})
+	}
+
+	groupPasses(name, "_pair", gcnt, pass)
+	addParam("codes", "cstride")
+	addParam("scales", "sstride")
+	addParam("o", "ostride")
+	nextRowToks(name)
+}
+
+// toksQ4x512 writes the Q4_0 (q5: Q5_0) token kernel (the arguments of
+// toksQ4), two groups per pass while two remain, then one, over every
+// K-tile. Per pair of blocks, the row's nibbles as one zmm [lo | hi] and
+// its three rotations (VPSHUFD by 128-bit lane, see rotate4Permuted):
+// rotation k meets the group's 64 activation bytes at 64k, so four
+// VPDPBUSD sum every product of the group, the low half for the low
+// nibbles and the high half for the high ones (Q5_0: with their 5th bits
+// added first, highBitsZ; VPDPBUSD does not saturate, so no split as in
+// the AVX2 kernel); the two halves added give [t0A..t3A | t0B..t3B] as in
+// the AVX2 kernel, whose float part (finishGroups) follows.
+func toksQ4x512(name string, q5 bool) {
+	if q5 {
+		TEXT(name, NOSPLIT, "func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
+		toksTilesDoc(name, "dotQ5_0")
+	} else {
+		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
+		toksTilesDoc(name, "dotQ4_0")
+	}
+	Pragma("noescape")
+	gcnt, tcnt, addNow, po := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	pag, pdg, psg := AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	m0F, i01 := ZMM(), YMM()
+	VPBROADCASTD(c0Fx4, m0F)
+	VMOVDQU64(idx01, i01)
+	var hc highConsts
+	if q5 {
+		hc = loadHighConsts(hShufZ, false)
+	}
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	toLocals([]local{{pag, "a"}, {pdg, "d"}, {psg, "s"}, {gcnt, "groups"}, {po, "o"}})
+
+	pass := func(label string, groups int) {
+		pa, pd, ps := GP64(), GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		MOVQ(psg, ps)
+		var agr, dgr Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			dgr = Load(Param("dg"), GP64())
+		}
+		pc := Load(Param("codes"), GP64())
+		psc := Load(Param("scales"), GP64())
+		var ph Register
+		if q5 {
+			ph = Load(Param("high"), GP64())
+		}
+		r := Load(Param("tiles"), GP64())
+		MOVQ(r, tcnt)
+		r = Load(Param("add"), GP64())
+		MOVQ(r, addNow)
+
+		Label(label + "_tile")
+		x := GP64() // 4*pair
+		XORQ(x, x)
+		acc := make([]VecVirtual, groups)
+		for i := range acc {
+			acc[i] = XMM()
+			VXORPS(acc[i], acc[i], acc[i])
+		}
+
+		Label(label)
+		var w [4]VecVirtual // w[k]: [lo | hi] rotated k dwords per lane
+		w[0] = ZMM()
+		VMOVDQU64(Mem{Base: pc, Index: x, Scale: 8}, w[0].AsY())
+		hi := YMM()
+		VPSRLW(U8(4), w[0].AsY(), hi)
+		VINSERTI64X4(U8(1), hi, w[0], w[0])
+		VPANDD(m0F, w[0], w[0])
+		if q5 {
+			hv := ZMM()
+			VPBROADCASTQ(Mem{Base: ph, Index: x, Scale: 2}, hv)
+			highBitsZ(hv, w[0], nil, hc)
+		}
+		for k := 1; k < 4; k++ {
+			w[k] = ZMM()
+			VPSHUFD(U8(rotImm(k)), w[0], w[k])
+		}
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		rs := make([]VecVirtual, groups)
+		for gi := 0; gi < groups; gi++ {
+			z := ZMM()
+			VPXORD(z, z, z)
+			for k := 0; k < 4; k++ {
+				vpdpbusd(am(gi, 64*k), w[k], z)
+			}
+			h := YMM()
+			VEXTRACTI64X4(U8(1), z, h)
+			VPADDD(h, z.AsY(), h)
+			rs[gi] = h
+		}
+		g := XMM()
+		VMOVD(Mem{Base: psc, Index: x, Scale: 1}, g)
+		VCVTPH2PS(g, g) // [dA dB 0 0]
+		dw := YMM()
+		VPERMPS(g.AsY(), i01, dw) // [dA x4 | dB x4]
+		sub, dx := []Mem{{Base: ps}}, []Mem{{Base: pd}}
+		if groups == 2 {
+			sub = append(sub, Mem{Base: ps, Index: dgr, Scale: 1})
+			dx = append(dx, Mem{Base: pd, Index: dgr, Scale: 1})
+		}
+		finishGroups(rs, sub, dx, dw, acc)
+		ADDQ(U32(256), pa)
+		ADDQ(U8(32), pd)
+		ADDQ(U8(32), ps)
+		ADDQ(U8(4), x)
+		lim := Load(Param("np"), GP64())
+		SHLQ(U8(2), lim)
+		CMPQ(x, lim)
+		JL(LabelRef(label))
+
+		// The tile's sums into o; the next tiles add to them.
+		o := GP64()
+		MOVQ(po, o)
+		for gi := 0; gi < groups; gi++ {
+			store(fmt.Sprintf("%s%d", label, gi), acc[gi], o, addNow)
+			if gi+1 < groups {
+				ADDQ(U8(16), o)
+			}
+		}
+		MOVQ(U32(1), addNow)
+		ts := Load(Param("tstride"), GP64())
+		ADDQ(ts, pc)
+		ADDQ(ts, psc)
+		if q5 {
+			ADDQ(ts, ph)
+		}
+		DECQ(tcnt)
+		JNZ(LabelRef(label + "_tile"))
+
+		r = GP64()
+		MOVQ(po, r)
+		ADDQ(U32(16*groups), r)
+		MOVQ(r, po)
+		nextGroups(groups, gcnt, []local{{pag, "ag"}, {pdg, "dg"}, {psg, "dg"}})
+	}
+
+	groupPasses(name, "_pair", gcnt, pass)
+	addParam("codes", "cstride")
+	addParam("scales", "sstride")
+	if q5 {
+		addParam("high", "hstride")
+	}
+	addParam("o", "ostride")
+	nextRowToks(name)
+}
+
+// toksQ4Kx512 writes the Q4_K (q5: Q5_K, the 5th bits added by highBitsZ)
+// token kernel (the arguments of toksK), two groups per pass while two
+// remain, then one, over every K-tile. Per
+// super-block and pair j of sub-blocks, the row's 32 code bytes as one zmm
+// [low nibbles | high nibbles], which is the layout of a token's 64
+// permuted codes of the pair: one VPMADDUBSW per token (int16, at most
+// 2*31*128) and one VPDPWSSD by the sub-block scales sum its products. The
+// mins and the float part are the AVX2 kernel's.
+func toksQ4Kx512(name string, q5 bool) {
+	if q5 {
+		TEXT(name, NOSPLIT, "func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
+		toksTilesDoc(name, "dotQ5_K")
+	} else {
+		TEXT(name, NOSPLIT, "func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)")
+		toksTilesDoc(name, "dotQ4_K")
+	}
+	Pragma("noescape")
+	gcnt, cnt, tcnt, addNow := AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	// What takes each plane pointer from the end of a tile's super-blocks
+	// to the start of the next tile.
+	adj := map[string]Mem{}
+	for _, c := range []struct {
+		plane string
+		shift uint8 // log2 of the plane's bytes per super-block
+	}{{"codes", 7}, {"sm", 4}, {"dm", 2}, {"high", 5}} {
+		if c.plane == "high" && !q5 {
+			continue
+		}
+		adj[c.plane] = AllocLocal(8)
+		r := Load(Param("nsb"), GP64())
+		SHLQ(U8(c.shift), r)
+		NEGQ(r)
+		ADDQ(param("tstride"), r)
+		MOVQ(r, adj[c.plane])
+	}
+	pag, pdg, pbg := AllocLocal(8), AllocLocal(8), AllocLocal(8)
+	accm := []Mem{AllocLocal(16), AllocLocal(16)}
+	m0F := ZMM()
+	VPBROADCASTD(c0Fx4, m0F)
+	var scm [4]VecVirtual
+	for j := range scm {
+		scm[j] = ZMM()
+		VMOVDQU64(scMaskP[j], scm[j])
+	}
+	i01 := YMM()
+	VMOVDQU64(idx01, i01)
+	var hc highConsts
+	if q5 {
+		hc = loadHighConsts(hShufZ, false)
+	}
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	toLocals([]local{{pag, "a"}, {pdg, "d"}, {pbg, "bp"}, {gcnt, "groups"}})
+
+	pass := func(label string, groups int) {
+		pc := Load(Param("codes"), GP64())
+		psm := Load(Param("sm"), GP64())
+		pdm := Load(Param("dm"), GP64())
+		var ph Register
+		if q5 {
+			ph = Load(Param("high"), GP64())
+		}
+		pa, pd, pbp := GP64(), GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		MOVQ(pbg, pbp)
+		var agr, pd1, pbp1 Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			pd1, pbp1 = GP64(), GP64()
+			MOVQ(pd, pd1)
+			ADDQ(param("dg"), pd1)
+			MOVQ(pbp, pbp1)
+			ADDQ(param("bg"), pbp1)
+		}
+		r := Load(Param("tiles"), GP64())
+		MOVQ(r, tcnt)
+		r = Load(Param("add"), GP64())
+		MOVQ(r, addNow)
+
+		Label(label + "_tile")
+		n := Load(Param("nsb"), GP64())
+		MOVQ(n, cnt)
+		z := XMM()
+		VXORPS(z, z, z)
+		for gi := 0; gi < groups; gi++ {
+			VMOVUPS(z, accm[gi])
+		}
+
+		Label(label)
+		smv := ZMM()
+		VBROADCASTI32X4(Mem{Base: psm}, smv)
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		v := make([][4]VecVirtual, groups)
+		for j := 0; j < 4; j++ {
+			c := ZMM()
+			VMOVDQU64(Mem{Base: pc, Disp: 32 * j}, c.AsY())
+			hi := YMM()
+			VPSRLW(U8(4), c.AsY(), hi)
+			VINSERTI64X4(U8(1), hi, c, c)
+			VPANDD(m0F, c, c)
+			if q5 {
+				hv := ZMM()
+				VPBROADCASTQ(Mem{Base: ph, Disp: 8 * j}, hv)
+				highBitsZ(hv, c, nil, hc)
+			}
+			sc := ZMM()
+			VPSHUFB(scm[j], smv, sc)
+			for l := 0; l < 4; l++ {
+				for gi := 0; gi < groups; gi++ {
+					p := ZMM()
+					VPMADDUBSW(am(gi, 256*l+64*j), c, p)
+					if j == 0 {
+						v[gi][l] = ZMM()
+						VPMADDWD(sc, p, v[gi][l])
+					} else {
+						vpdpwssd(sc, p, v[gi][l])
+					}
+				}
+			}
+		}
+		si := make([]VecVirtual, groups)
+		for gi := range si {
+			si[gi] = reduce4z(v[gi]) // sumi of the group's tokens
+		}
+		mv := XMM()
+		VPSHUFB(mMask, smv.AsX(), mv)
+		sm := make([]VecVirtual, groups)
+		for gi := 0; gi < groups; gi++ {
+			var pb Register = pbp
+			if gi == 1 {
+				pb = pbp1
+			}
+			var m [4]VecVirtual
+			for l := 0; l < 4; l++ {
+				m[l] = XMM()
+				VPMADDWD(Mem{Base: pb, Disp: 16 * l}, mv, m[l])
+			}
+			sm[gi] = reduce4(m, false) // summ of the group's tokens
+		}
+		g := XMM()
+		VMOVD(Mem{Base: pdm}, g)
+		VCVTPH2PS(g, g) // [d dmin 0 0]
+		dw := YMM()
+		VPERMPS(g.AsY(), i01, dw) // [d x4 | dmin x4]
+		for gi := 0; gi < groups; gi++ {
+			var pdi Register = pd
+			if gi == 1 {
+				pdi = pd1
+			}
+			w := YMM()
+			VBROADCASTF128(Mem{Base: pdi}, w)
+			VMULPS(dw, w, w) // [dd x4 | dmin*dx x4]
+			fi, fm := XMM(), XMM()
+			VCVTDQ2PS(si[gi], fi)
+			VCVTDQ2PS(sm[gi], fm)
+			VMULPS(w.AsX(), fi, fi)
+			h := XMM()
+			VEXTRACTF128(U8(1), w, h)
+			VMULPS(h, fm, fm)
+			VSUBPS(fm, fi, fi)
+			VADDPS(accm[gi], fi, fi)
+			VMOVUPS(fi, accm[gi])
+		}
+		ADDQ(U8(128), pc)
+		if q5 {
+			ADDQ(U8(32), ph)
+		}
+		ADDQ(U8(16), psm)
+		ADDQ(U8(4), pdm)
+		ADDQ(U32(1024), pa)
+		ADDQ(U8(16), pd)
+		ADDQ(U8(64), pbp)
+		if groups == 2 {
+			ADDQ(U8(16), pd1)
+			ADDQ(U8(64), pbp1)
+		}
+		DECQ(cnt)
+		JNZ(LabelRef(label))
+
+		// The tile's sums into o; the next tiles add to them.
+		po := Load(Param("o"), GP64())
+		for gi := 0; gi < groups; gi++ {
+			acc := XMM()
+			VMOVUPS(accm[gi], acc)
+			store(fmt.Sprintf("%s%d", label, gi), acc, po, addNow)
+			ADDQ(U8(16), po)
+		}
+		MOVQ(U32(1), addNow)
+		ADDQ(adj["codes"], pc)
+		ADDQ(adj["sm"], psm)
+		ADDQ(adj["dm"], pdm)
+		if q5 {
+			ADDQ(adj["high"], ph)
+		}
+		DECQ(tcnt)
+		JNZ(LabelRef(label + "_tile"))
+		Store(po, Param("o"))
+		nextGroups(groups, gcnt, []local{{pag, "ag"}, {pdg, "dg"}, {pbg, "bg"}})
+	}
+
+	groupPasses(name, "_sb", gcnt, pass)
+	oNextRow()
+	addParam("codes", "cstride")
+	addParam("sm", "mstride")
+	addParam("dm", "dstride")
+	if q5 {
+		addParam("high", "hstride")
+	}
+	nextRowToks(name)
+}
+
+// toksQ6x512 writes the Q6_K token kernel (the arguments of toksQ6), two
+// groups per pass while two remain, then one. Per super-block and 64
+// codes of the row (four groups of 16, one per 128-bit lane): |w| and the
+// mask of w's sign bits, once for the eight tokens; per token its codes
+// negated under the mask (a*sign(w), as the AVX2 kernel's VPSIGNB), one
+// VPMADDUBSW (exact in int16: at most 2*128*127) and one VPDPWSSD by the
+// group scales (VPERMW spreads them). The float part is the AVX2 kernel's.
+func toksQ6x512(name string) {
+	TEXT(name, NOSPLIT, "func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int)")
+	toksDoc(name, "dotQ6_K")
+	Pragma("noescape")
+	gcnt, cnt := AllocLocal(8), AllocLocal(8)
+	pag, pdg := AllocLocal(8), AllocLocal(8)
+	accm := []Mem{AllocLocal(16), AllocLocal(16)}
+	zero := ZMM()
+	VPXORD(zero, zero, zero)
+	var wi [4]VecVirtual
+	for jj := range wi {
+		wi[jj] = ZMM()
+		VMOVDQU64(wIdxZ[jj], wi[jj])
+	}
+
+	Label(name + "_rows")
+	CMPQ(param("rows"), U8(0))
+	JE(LabelRef(name + "_done"))
+	toLocals([]local{{pag, "a"}, {pdg, "d"}, {gcnt, "groups"}})
+
+	pass := func(label string, groups int) {
+		pc := Load(Param("codes"), GP64())
+		psc := Load(Param("scales"), GP64())
+		pdp := Load(Param("dp"), GP64())
+		pa, pd := GP64(), GP64()
+		MOVQ(pag, pa)
+		MOVQ(pdg, pd)
+		var agr, pd1 Register
+		if groups == 2 {
+			agr = Load(Param("ag"), GP64())
+			pd1 = GP64()
+			MOVQ(pd, pd1)
+			ADDQ(param("dg"), pd1)
+		}
+		n := Load(Param("nsb"), GP64())
+		MOVQ(n, cnt)
+		z := XMM()
+		VXORPS(z, z, z)
+		for gi := 0; gi < groups; gi++ {
+			VMOVUPS(z, accm[gi])
+		}
+
+		Label(label)
+		sv := ZMM()
+		VPMOVSXBW(Mem{Base: psc}, sv.AsY()) // the 16 scales as int16
+		am := func(gi, disp int) Mem {
+			if gi == 0 {
+				return Mem{Base: pa, Disp: disp}
+			}
+			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
+		}
+		v := make([][4]VecVirtual, groups)
+		for jj := 0; jj < 4; jj++ {
+			w, sg := ZMM(), K()
+			VMOVDQU64(Mem{Base: pc, Disp: 64 * jj}, w)
+			VPMOVB2M(w, sg)
+			VPABSB(w, w)
+			sc := ZMM()
+			VPERMW(sv, wi[jj], sc)
+			for l := 0; l < 4; l++ {
+				for gi := 0; gi < groups; gi++ {
+					x := ZMM()
+					VMOVDQU64(am(gi, 256*l+64*jj), x)
+					VPSUBB(x, zero, sg, x) // a*sign(w)
+					VPMADDUBSW(x, w, x)
+					if jj == 0 {
+						v[gi][l] = ZMM()
+						VPMADDWD(sc, x, v[gi][l])
+					} else {
+						vpdpwssd(sc, x, v[gi][l])
+					}
+				}
+			}
+		}
+		r := make([]VecVirtual, groups)
+		for gi := range r {
+			r[gi] = reduce4z(v[gi])
+		}
+		h := GP32()
+		MOVWLZX(Mem{Base: pdp}, h)
+		g := XMM()
+		VMOVD(h, g)
+		VCVTPH2PS(g, g)
+		VBROADCASTSS(g, g) // [d x4]
+		for gi := 0; gi < groups; gi++ {
+			var pdi Register = pd
+			if gi == 1 {
+				pdi = pd1
+			}
+			f := XMM()
+			VCVTDQ2PS(r[gi], f)
+			w := XMM()
+			VMULPS(Mem{Base: pdi}, g, w)
+			VMULPS(w, f, f)
+			VADDPS(accm[gi], f, f)
+			VMOVUPS(f, accm[gi])
+		}
+		ADDQ(U32(256), pc)
+		ADDQ(U8(16), psc)
+		ADDQ(U8(2), pdp)
+		ADDQ(U32(1024), pa)
+		ADDQ(U8(16), pd)
+		if groups == 2 {
+			ADDQ(U8(16), pd1)
+		}
+		DECQ(cnt)
+		JNZ(LabelRef(label))
+
+		po := Load(Param("o"), GP64())
+		for gi := 0; gi < groups; gi++ {
+			acc := XMM()
+			VMOVUPS(accm[gi], acc)
+			store(fmt.Sprintf("%s%d", label, gi), acc, po, param("add"))
+			ADDQ(U8(16), po)
+		}
+		Store(po, Param("o"))
+		nextGroups(groups, gcnt, []local{{pag, "ag"}, {pdg, "dg"}})
+	}
+
+	groupPasses(name, "_sb", gcnt, pass)
+	oNextRow()
+	addParam("codes", "cstride")
+	addParam("scales", "sstride")
+	addParam("dp", "dstride")
+	nextRowToks(name)
+}
