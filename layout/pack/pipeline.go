@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -245,14 +246,18 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 // lets a thread woken from a call run at once, decides instead: 1.23 s
 // against 1.35 s for the 1 GB Q4_0 model on the 2-core development VM
 // (medians of 8, interleaved). A GOMAXPROCS already above the core count
-// is left as it is. (Setting GOMAXPROCS stops the runtime's automatic
-// updates of it from the cgroup quota for the rest of the process.)
+// is left as it is. Setting GOMAXPROCS stops the runtime's automatic
+// updates of it (from the cgroup quota), so restore gives them back with
+// SetDefaultGOMAXPROCS unless the GOMAXPROCS variable had set the value.
 func morePs() (restore func()) {
 	n := runtime.GOMAXPROCS(0)
 	if n > runtime.NumCPU() {
 		return func() {}
 	}
 	runtime.GOMAXPROCS(n + 1)
+	if os.Getenv("GOMAXPROCS") == "" {
+		return runtime.SetDefaultGOMAXPROCS
+	}
 	return func() { runtime.GOMAXPROCS(n) }
 }
 
