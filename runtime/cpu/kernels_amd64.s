@@ -1089,221 +1089,15 @@ q8_0RowsAVX2_tile:
 	ADDQ       $0x00000800, DI
 	MOVQ       DI, 40(SP)
 
-q8_0RowsAVX2_rows8:
-	CMPQ   16(SP), $0x08
-	JL     q8_0RowsAVX2_rows4
-	MOVQ   (SP), DI
-	MOVQ   8(SP), R8
-	XORQ   R9, R9
-	VXORPS X1, X1, X1
-	VXORPS X2, X2, X2
-
-q8_0RowsAVX2_rows8_pair:
-	MOVQ         40(SP), R10
-	PREFETCHT0   (R10)
-	PREFETCHT0   64(R10)
-	PREFETCHT0   128(R10)
-	PREFETCHT0   192(R10)
-	PREFETCHT0   256(R10)
-	PREFETCHT0   320(R10)
-	PREFETCHT0   384(R10)
-	PREFETCHT0   448(R10)
-	ADDQ         $0x00000200, R10
-	MOVQ         R10, 40(SP)
-	VMOVDQU      (DX)(R9*8), Y3
-	VMOVDQU      32(DX)(R9*8), Y4
-	LEAQ         (DI)(AX*2), R10
-	VMOVDQU      (DI), Y5
-	VPSIGNB      Y5, Y3, Y6
-	VPABSB       Y5, Y5
-	VPMADDUBSW   Y6, Y5, Y6
-	VPMADDWD     Y0, Y6, Y6
-	VMOVDQU      32(DI), Y5
-	VPSIGNB      Y5, Y4, Y8
-	VPABSB       Y5, Y5
-	VPMADDUBSW   Y8, Y5, Y8
-	VPMADDWD     Y0, Y8, Y8
-	VPERM2I128   $0x20, Y8, Y6, Y5
-	VPERM2I128   $0x31, Y8, Y6, Y6
-	VPADDD       Y6, Y5, Y5
-	VMOVDQU      (DI)(AX*1), Y6
-	VPSIGNB      Y6, Y3, Y8
-	VPABSB       Y6, Y6
-	VPMADDUBSW   Y8, Y6, Y8
-	VPMADDWD     Y0, Y8, Y8
-	VMOVDQU      32(DI)(AX*1), Y6
-	VPSIGNB      Y6, Y4, Y9
-	VPABSB       Y6, Y6
-	VPMADDUBSW   Y9, Y6, Y9
-	VPMADDWD     Y0, Y9, Y9
-	VPERM2I128   $0x20, Y9, Y8, Y6
-	VPERM2I128   $0x31, Y9, Y8, Y8
-	VPADDD       Y8, Y6, Y6
-	VMOVDQU      (DI)(AX*2), Y8
-	VPSIGNB      Y8, Y3, Y9
-	VPABSB       Y8, Y8
-	VPMADDUBSW   Y9, Y8, Y9
-	VPMADDWD     Y0, Y9, Y9
-	VMOVDQU      32(DI)(AX*2), Y8
-	VPSIGNB      Y8, Y4, Y10
-	VPABSB       Y8, Y8
-	VPMADDUBSW   Y10, Y8, Y10
-	VPMADDWD     Y0, Y10, Y10
-	VPERM2I128   $0x20, Y10, Y9, Y8
-	VPERM2I128   $0x31, Y10, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VMOVDQU      (R10)(AX*1), Y9
-	VPSIGNB      Y9, Y3, Y10
-	VPABSB       Y9, Y9
-	VPMADDUBSW   Y10, Y9, Y10
-	VPMADDWD     Y0, Y10, Y10
-	VMOVDQU      32(R10)(AX*1), Y9
-	VPSIGNB      Y9, Y4, Y11
-	VPABSB       Y9, Y9
-	VPMADDUBSW   Y11, Y9, Y11
-	VPMADDWD     Y0, Y11, Y11
-	VPERM2I128   $0x20, Y11, Y10, Y9
-	VPERM2I128   $0x31, Y11, Y10, Y10
-	VPADDD       Y10, Y9, Y9
-	VPUNPCKLDQ   Y6, Y5, Y10
-	VPUNPCKHDQ   Y6, Y5, Y5
-	VPADDD       Y5, Y10, Y10
-	VPUNPCKLDQ   Y9, Y8, Y5
-	VPUNPCKHDQ   Y9, Y8, Y6
-	VPADDD       Y6, Y5, Y5
-	VPUNPCKHQDQ  Y5, Y10, Y6
-	VPUNPCKLQDQ  Y5, Y10, Y10
-	VPADDD       Y6, Y10, Y10
-	LEAQ         (DI)(AX*4), R10
-	LEAQ         (R10)(AX*2), R11
-	VMOVDQU      (R10), Y5
-	VPSIGNB      Y5, Y3, Y6
-	VPABSB       Y5, Y5
-	VPMADDUBSW   Y6, Y5, Y6
-	VPMADDWD     Y0, Y6, Y6
-	VMOVDQU      32(R10), Y5
-	VPSIGNB      Y5, Y4, Y8
-	VPABSB       Y5, Y5
-	VPMADDUBSW   Y8, Y5, Y8
-	VPMADDWD     Y0, Y8, Y8
-	VPERM2I128   $0x20, Y8, Y6, Y5
-	VPERM2I128   $0x31, Y8, Y6, Y6
-	VPADDD       Y6, Y5, Y5
-	VMOVDQU      (R10)(AX*1), Y6
-	VPSIGNB      Y6, Y3, Y8
-	VPABSB       Y6, Y6
-	VPMADDUBSW   Y8, Y6, Y8
-	VPMADDWD     Y0, Y8, Y8
-	VMOVDQU      32(R10)(AX*1), Y6
-	VPSIGNB      Y6, Y4, Y9
-	VPABSB       Y6, Y6
-	VPMADDUBSW   Y9, Y6, Y9
-	VPMADDWD     Y0, Y9, Y9
-	VPERM2I128   $0x20, Y9, Y8, Y6
-	VPERM2I128   $0x31, Y9, Y8, Y8
-	VPADDD       Y8, Y6, Y6
-	VMOVDQU      (R10)(AX*2), Y8
-	VPSIGNB      Y8, Y3, Y9
-	VPABSB       Y8, Y8
-	VPMADDUBSW   Y9, Y8, Y9
-	VPMADDWD     Y0, Y9, Y9
-	VMOVDQU      32(R10)(AX*2), Y8
-	VPSIGNB      Y8, Y4, Y11
-	VPABSB       Y8, Y8
-	VPMADDUBSW   Y11, Y8, Y11
-	VPMADDWD     Y0, Y11, Y11
-	VPERM2I128   $0x20, Y11, Y9, Y8
-	VPERM2I128   $0x31, Y11, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VMOVDQU      (R11)(AX*1), Y9
-	VPSIGNB      Y9, Y3, Y3
-	VPABSB       Y9, Y9
-	VPMADDUBSW   Y3, Y9, Y3
-	VPMADDWD     Y0, Y3, Y3
-	VMOVDQU      32(R11)(AX*1), Y9
-	VPSIGNB      Y9, Y4, Y4
-	VPABSB       Y9, Y9
-	VPMADDUBSW   Y4, Y9, Y4
-	VPMADDWD     Y0, Y4, Y4
-	VPERM2I128   $0x20, Y4, Y3, Y9
-	VPERM2I128   $0x31, Y4, Y3, Y3
-	VPADDD       Y3, Y9, Y9
-	VPUNPCKLDQ   Y6, Y5, Y3
-	VPUNPCKHDQ   Y6, Y5, Y4
-	VPADDD       Y4, Y3, Y3
-	VPUNPCKLDQ   Y9, Y8, Y4
-	VPUNPCKHDQ   Y9, Y8, Y5
-	VPADDD       Y5, Y4, Y4
-	VPUNPCKHQDQ  Y4, Y3, Y5
-	VPUNPCKLQDQ  Y4, Y3, Y3
-	VPADDD       Y5, Y3, Y3
-	VMOVQ        (BX)(R9*1), X7
-	VMOVDQU      idx01<>+0(SB), Y4
-	VPERMD       Y7, Y4, Y4
-	VCVTDQ2PS    Y10, Y5
-	VMOVD        (R8), X6
-	VPINSRD      $0x01, (R8)(CX*1), X6, X6
-	VPINSRD      $0x02, (R8)(CX*2), X6, X6
-	LEAQ         (R8)(CX*2), R10
-	VPINSRD      $0x03, (R10)(CX*1), X6, X6
-	VCVTPH2PS    X6, Y6
-	VMOVDQU      idxT<>+0(SB), Y8
-	VPERMPS      Y6, Y8, Y6
-	VMULPS       Y4, Y6, Y6
-	VMULPS       Y6, Y5, Y5
-	VCVTDQ2PS    Y3, Y3
-	LEAQ         (R8)(CX*4), R10
-	VMOVD        (R10), X6
-	VPINSRD      $0x01, (R10)(CX*1), X6, X6
-	VPINSRD      $0x02, (R10)(CX*2), X6, X6
-	LEAQ         (R10)(CX*2), R10
-	VPINSRD      $0x03, (R10)(CX*1), X6, X6
-	VCVTPH2PS    X6, Y6
-	VMOVDQU      idxT<>+0(SB), Y8
-	VPERMPS      Y6, Y8, Y6
-	VMULPS       Y4, Y6, Y6
-	VMULPS       Y6, Y3, Y3
-	VADDPS       X5, X1, X1
-	VEXTRACTF128 $0x01, Y5, X4
-	VADDPS       X4, X1, X1
-	VADDPS       X3, X2, X2
-	VEXTRACTF128 $0x01, Y3, X3
-	VADDPS       X3, X2, X2
-	ADDQ         $0x40, DI
-	ADDQ         $0x04, R8
-	ADDQ         $0x08, R9
-	CMPQ         R9, SI
-	JL           q8_0RowsAVX2_rows8_pair
-	VINSERTF128  $0x01, X2, Y1, Y2
-	MOVQ         24(SP), DI
-	CMPQ         32(SP), $0x00
-	JE           q8_0RowsAVX2_rows8_store
-	VADDPS       (DI), Y2, Y2
-
-q8_0RowsAVX2_rows8_store:
-	VMOVUPS    Y2, (DI)
-	ADDQ       $0x20, DI
-	MOVQ       DI, 24(SP)
-	MOVQ       (SP), DI
-	LEAQ       (DI)(AX*8), DI
-	MOVQ       DI, (SP)
-	MOVQ       8(SP), DI
-	PREFETCHT0 512(DI)
-	PREFETCHT0 576(DI)
-	LEAQ       (DI)(CX*8), DI
-	MOVQ       DI, 8(SP)
-	SUBQ       $0x08, 16(SP)
-	JMP        q8_0RowsAVX2_rows8
-
-q8_0RowsAVX2_rows4:
+q8_0RowsAVX2_rows:
 	CMPQ   16(SP), $0x04
 	JL     q8_0RowsAVX2_rowsdone
 	MOVQ   (SP), DI
 	MOVQ   8(SP), R8
 	XORQ   R9, R9
-	VXORPS X6, X6, X6
+	VXORPS X1, X1, X1
 
-q8_0RowsAVX2_rows4_pair:
+q8_0RowsAVX2_pair:
 	MOVQ         40(SP), R10
 	PREFETCHT0   (R10)
 	PREFETCHT0   64(R10)
@@ -1320,90 +1114,90 @@ q8_0RowsAVX2_rows4_pair:
 	VPMADDUBSW   Y5, Y4, Y5
 	VPMADDWD     Y0, Y5, Y5
 	VMOVDQU      32(DI), Y4
-	VPSIGNB      Y4, Y3, Y8
+	VPSIGNB      Y4, Y3, Y7
 	VPABSB       Y4, Y4
-	VPMADDUBSW   Y8, Y4, Y8
-	VPMADDWD     Y0, Y8, Y8
-	VPERM2I128   $0x20, Y8, Y5, Y4
-	VPERM2I128   $0x31, Y8, Y5, Y5
+	VPMADDUBSW   Y7, Y4, Y7
+	VPMADDWD     Y0, Y7, Y7
+	VPERM2I128   $0x20, Y7, Y5, Y4
+	VPERM2I128   $0x31, Y7, Y5, Y5
 	VPADDD       Y5, Y4, Y4
 	VMOVDQU      (DI)(AX*1), Y5
-	VPSIGNB      Y5, Y2, Y8
+	VPSIGNB      Y5, Y2, Y7
+	VPABSB       Y5, Y5
+	VPMADDUBSW   Y7, Y5, Y7
+	VPMADDWD     Y0, Y7, Y7
+	VMOVDQU      32(DI)(AX*1), Y5
+	VPSIGNB      Y5, Y3, Y8
 	VPABSB       Y5, Y5
 	VPMADDUBSW   Y8, Y5, Y8
 	VPMADDWD     Y0, Y8, Y8
-	VMOVDQU      32(DI)(AX*1), Y5
-	VPSIGNB      Y5, Y3, Y9
-	VPABSB       Y5, Y5
-	VPMADDUBSW   Y9, Y5, Y9
+	VPERM2I128   $0x20, Y8, Y7, Y5
+	VPERM2I128   $0x31, Y8, Y7, Y7
+	VPADDD       Y7, Y5, Y5
+	VMOVDQU      (DI)(AX*2), Y7
+	VPSIGNB      Y7, Y2, Y8
+	VPABSB       Y7, Y7
+	VPMADDUBSW   Y8, Y7, Y8
+	VPMADDWD     Y0, Y8, Y8
+	VMOVDQU      32(DI)(AX*2), Y7
+	VPSIGNB      Y7, Y3, Y9
+	VPABSB       Y7, Y7
+	VPMADDUBSW   Y9, Y7, Y9
 	VPMADDWD     Y0, Y9, Y9
-	VPERM2I128   $0x20, Y9, Y8, Y5
+	VPERM2I128   $0x20, Y9, Y8, Y7
 	VPERM2I128   $0x31, Y9, Y8, Y8
-	VPADDD       Y8, Y5, Y5
-	VMOVDQU      (DI)(AX*2), Y8
-	VPSIGNB      Y8, Y2, Y9
+	VPADDD       Y8, Y7, Y7
+	VMOVDQU      (R10)(AX*1), Y8
+	VPSIGNB      Y8, Y2, Y2
 	VPABSB       Y8, Y8
-	VPMADDUBSW   Y9, Y8, Y9
-	VPMADDWD     Y0, Y9, Y9
-	VMOVDQU      32(DI)(AX*2), Y8
-	VPSIGNB      Y8, Y3, Y10
-	VPABSB       Y8, Y8
-	VPMADDUBSW   Y10, Y8, Y10
-	VPMADDWD     Y0, Y10, Y10
-	VPERM2I128   $0x20, Y10, Y9, Y8
-	VPERM2I128   $0x31, Y10, Y9, Y9
-	VPADDD       Y9, Y8, Y8
-	VMOVDQU      (R10)(AX*1), Y9
-	VPSIGNB      Y9, Y2, Y2
-	VPABSB       Y9, Y9
-	VPMADDUBSW   Y2, Y9, Y2
+	VPMADDUBSW   Y2, Y8, Y2
 	VPMADDWD     Y0, Y2, Y2
-	VMOVDQU      32(R10)(AX*1), Y9
-	VPSIGNB      Y9, Y3, Y3
-	VPABSB       Y9, Y9
-	VPMADDUBSW   Y3, Y9, Y3
+	VMOVDQU      32(R10)(AX*1), Y8
+	VPSIGNB      Y8, Y3, Y3
+	VPABSB       Y8, Y8
+	VPMADDUBSW   Y3, Y8, Y3
 	VPMADDWD     Y0, Y3, Y3
-	VPERM2I128   $0x20, Y3, Y2, Y9
+	VPERM2I128   $0x20, Y3, Y2, Y8
 	VPERM2I128   $0x31, Y3, Y2, Y2
-	VPADDD       Y2, Y9, Y9
+	VPADDD       Y2, Y8, Y8
 	VPUNPCKLDQ   Y5, Y4, Y2
 	VPUNPCKHDQ   Y5, Y4, Y3
 	VPADDD       Y3, Y2, Y2
-	VPUNPCKLDQ   Y9, Y8, Y3
-	VPUNPCKHDQ   Y9, Y8, Y4
+	VPUNPCKLDQ   Y8, Y7, Y3
+	VPUNPCKHDQ   Y8, Y7, Y4
 	VPADDD       Y4, Y3, Y3
 	VPUNPCKHQDQ  Y3, Y2, Y4
 	VPUNPCKLQDQ  Y3, Y2, Y2
 	VPADDD       Y4, Y2, Y2
-	VMOVQ        (BX)(R9*1), X1
-	VMOVDQU      idx01<>+0(SB), Y3
-	VPERMD       Y1, Y3, Y3
 	VCVTDQ2PS    Y2, Y2
-	VMOVD        (R8), X1
-	VPINSRD      $0x01, (R8)(CX*1), X1, X1
-	VPINSRD      $0x02, (R8)(CX*2), X1, X1
+	VMOVD        (R8), X3
+	VPINSRD      $0x01, (R8)(CX*1), X3, X3
+	VPINSRD      $0x02, (R8)(CX*2), X3, X3
 	LEAQ         (R8)(CX*2), R10
-	VPINSRD      $0x03, (R10)(CX*1), X1, X1
-	VCVTPH2PS    X1, Y4
-	VMOVDQU      idxT<>+0(SB), Y5
-	VPERMPS      Y4, Y5, Y4
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y4, Y2, Y2
-	VADDPS       X2, X6, X6
-	VEXTRACTF128 $0x01, Y2, X1
-	VADDPS       X1, X6, X6
+	VPINSRD      $0x03, (R10)(CX*1), X3, X3
+	VCVTPH2PS    X3, Y3
+	VMOVDQU      idxT<>+0(SB), Y4
+	VPERMPS      Y3, Y4, Y3
+	VMOVQ        (BX)(R9*1), X6
+	VMOVDQU      idx01<>+0(SB), Y4
+	VPERMD       Y6, Y4, Y4
+	VMULPS       Y4, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VADDPS       X2, X1, X1
+	VEXTRACTF128 $0x01, Y2, X2
+	VADDPS       X2, X1, X1
 	ADDQ         $0x40, DI
 	ADDQ         $0x04, R8
 	ADDQ         $0x08, R9
 	CMPQ         R9, SI
-	JL           q8_0RowsAVX2_rows4_pair
+	JL           q8_0RowsAVX2_pair
 	MOVQ         24(SP), DI
 	CMPQ         32(SP), $0x00
-	JE           q8_0RowsAVX2_rows4_store
-	VADDPS       (DI), X6, X6
+	JE           q8_0RowsAVX2_store
+	VADDPS       (DI), X1, X1
 
-q8_0RowsAVX2_rows4_store:
-	VMOVUPS    X6, (DI)
+q8_0RowsAVX2_store:
+	VMOVUPS    X1, (DI)
 	ADDQ       $0x10, DI
 	MOVQ       DI, 24(SP)
 	MOVQ       (SP), DI
@@ -1414,7 +1208,7 @@ q8_0RowsAVX2_rows4_store:
 	LEAQ       (DI)(CX*4), DI
 	MOVQ       DI, 8(SP)
 	SUBQ       $0x04, 16(SP)
-	JMP        q8_0RowsAVX2_rows4
+	JMP        q8_0RowsAVX2_rows
 
 q8_0RowsAVX2_rowsdone:
 	MOVQ codes+0(FP), DI

@@ -726,88 +726,53 @@ func rowsQ8(name string) {
 	VMOVDQU(ones16, ones)
 	tv := beginTiles(name, "codes", "scales")
 
-	strides := map[string]Register{"codes": cs, "scales": ss}
-	// Eight rows per step, then four, as in rowsQ4.
-	for _, n := range []int{8, 4} {
-		lbl := fmt.Sprintf("%s_rows%d", name, n)
-		next := name + "_rows4"
-		if n == 4 {
-			next = name + "_rowsdone"
-		}
-		Label(lbl)
-		CMPQ(tv.rows, U8(n))
-		JL(LabelRef(next))
-		pc, psc := tv.load("codes"), tv.load("scales")
-		x := GP64()
-		XORQ(x, x)
-		acc := make([]VecVirtual, n/4)
-		for h := range acc {
-			acc[h] = XMM()
-			VXORPS(acc[h], acc[h], acc[h])
-		}
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psc := tv.load("codes"), tv.load("scales")
+	x := GP64()
+	XORQ(x, x)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
 
-		Label(lbl + "_pair")
-		tv.prefetch(64 * n) // n rows x 64 bytes of codes per pair
-		aA, aB := YMM(), YMM()
-		VMOVDQU(Mem{Base: a, Index: x, Scale: 8}, aA)
-		VMOVDQU(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, aB)
-		r := make([]VecVirtual, n/4)
-		for h := range r {
-			bc := pc
-			if h > 0 {
-				bc = GP64()
-				LEAQ(Mem{Base: pc, Index: cs, Scale: 4}, bc)
-			}
-			t := GP64()
-			LEAQ(Mem{Base: bc, Index: cs, Scale: 2}, t)
-			var v [4]VecVirtual
-			for k := 0; k < 4; k++ {
-				var p [2]VecVirtual
-				for hh, ah := range []VecVirtual{aA, aB} {
-					c, sg := YMM(), YMM()
-					VMOVDQU(rowMem(bc, cs, t, k, 32*hh), c)
-					VPSIGNB(c, ah, sg) // a*sign(w)
-					VPABSB(c, c)       // |w|
-					VPMADDUBSW(sg, c, sg)
-					VPMADDWD(ones, sg, sg)
-					p[hh] = sg
-				}
-				v[k] = YMM()
-				VPERM2I128(U8(0x20), p[1], p[0], v[k]) // [A.lo | B.lo]
-				VPERM2I128(U8(0x31), p[1], p[0], p[0]) // [A.hi | B.hi]
-				VPADDD(p[0], v[k], v[k])
-			}
-			r[h] = reduce4(v, true)
+	Label(name + "_pair")
+	tv.prefetch(256) // 4 rows x 64 bytes of codes per pair
+	aA, aB := YMM(), YMM()
+	VMOVDQU(Mem{Base: a, Index: x, Scale: 8}, aA)
+	VMOVDQU(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, aB)
+	t := GP64()
+	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
+	var v [4]VecVirtual
+	for k := 0; k < 4; k++ {
+		var p [2]VecVirtual
+		for h, ah := range []VecVirtual{aA, aB} {
+			c, sg := YMM(), YMM()
+			VMOVDQU(rowMem(pc, cs, t, k, 32*h), c)
+			VPSIGNB(c, ah, sg) // a*sign(w)
+			VPABSB(c, c)       // |w|
+			VPMADDUBSW(sg, c, sg)
+			VPMADDWD(ones, sg, sg)
+			p[h] = sg
 		}
-		dx := bcast2(Mem{Base: d, Index: x, Scale: 1})
-		f := make([]VecVirtual, n/4)
-		for h := range r {
-			f[h] = YMM()
-			VCVTDQ2PS(r[h], f[h])
-			bs := psc
-			if h > 0 {
-				bs = GP64()
-				LEAQ(Mem{Base: psc, Index: ss, Scale: 4}, bs)
-			}
-			dw := halvesT(gather4(bs, ss))
-			VMULPS(dx, dw, dw)
-			VMULPS(dw, f[h], f[h])
-		}
-		for h := range f {
-			addTo(f[h], acc[h])
-		}
-		ADDQ(U8(64), pc)
-		ADDQ(U8(4), psc)
-		ADDQ(U8(8), x)
-		CMPQ(x, lim)
-		JL(LabelRef(lbl + "_pair"))
-		out := acc[0]
-		if n == 8 {
-			out = YMM()
-			VINSERTF128(U8(1), acc[1], acc[0].AsY(), out) // [rows 0..3 | rows 4..7]
-		}
-		tv.nextRowsN(lbl, n, out, strides)
+		v[k] = YMM()
+		VPERM2I128(U8(0x20), p[1], p[0], v[k]) // [A.lo | B.lo]
+		VPERM2I128(U8(0x31), p[1], p[0], p[0]) // [A.hi | B.hi]
+		VPADDD(p[0], v[k], v[k])
 	}
+	r := reduce4(v, true)
+	f := YMM()
+	VCVTDQ2PS(r, f)
+	dw := halvesT(gather4(psc, ss))
+	dx := bcast2(Mem{Base: d, Index: x, Scale: 1})
+	VMULPS(dx, dw, dw)
+	VMULPS(dw, f, f)
+	addTo(f, acc)
+	ADDQ(U8(64), pc)
+	ADDQ(U8(4), psc)
+	ADDQ(U8(8), x)
+	CMPQ(x, lim)
+	JL(LabelRef(name + "_pair"))
+	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss})
 
 	tv.endTiles(name, func() {
 		LEAQ(Mem{Base: a, Index: lim, Scale: 8}, a)
