@@ -226,15 +226,181 @@ q4_0RowsAVX2_tile:
 	ADDQ       $0x00000800, R8
 	MOVQ       R8, 40(SP)
 
-q4_0RowsAVX2_rows:
+q4_0RowsAVX2_rows8:
+	CMPQ   16(SP), $0x08
+	JL     q4_0RowsAVX2_rows4
+	MOVQ   (SP), R8
+	MOVQ   8(SP), R9
+	XORQ   R10, R10
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+
+q4_0RowsAVX2_rows8_pair:
+	MOVQ         40(SP), R11
+	PREFETCHT0   (R11)
+	PREFETCHT0   64(R11)
+	PREFETCHT0   128(R11)
+	PREFETCHT0   192(R11)
+	ADDQ         $0x00000100, R11
+	MOVQ         R11, 40(SP)
+	LEAQ         (R8)(AX*2), R11
+	VMOVDQU      (R8), Y4
+	VPSRLW       $0x04, Y4, Y5
+	VPAND        Y0, Y4, Y4
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   (DX)(R10*8), Y4, Y4
+	VPMADDUBSW   32(DX)(R10*8), Y5, Y5
+	VPADDW       Y5, Y4, Y4
+	VPMADDWD     Y1, Y4, Y4
+	VMOVDQU      (R8)(AX*1), Y5
+	VPSRLW       $0x04, Y5, Y7
+	VPAND        Y0, Y5, Y5
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   (DX)(R10*8), Y5, Y5
+	VPMADDUBSW   32(DX)(R10*8), Y7, Y7
+	VPADDW       Y7, Y5, Y5
+	VPMADDWD     Y1, Y5, Y5
+	VMOVDQU      (R8)(AX*2), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y0, Y7, Y7
+	VPAND        Y0, Y8, Y8
+	VPMADDUBSW   (DX)(R10*8), Y7, Y7
+	VPMADDUBSW   32(DX)(R10*8), Y8, Y8
+	VPADDW       Y8, Y7, Y7
+	VPMADDWD     Y1, Y7, Y7
+	VMOVDQU      (R11)(AX*1), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        Y0, Y8, Y8
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   (DX)(R10*8), Y8, Y8
+	VPMADDUBSW   32(DX)(R10*8), Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPUNPCKLDQ   Y5, Y4, Y9
+	VPUNPCKHDQ   Y5, Y4, Y4
+	VPADDD       Y4, Y9, Y9
+	VPUNPCKLDQ   Y8, Y7, Y4
+	VPUNPCKHDQ   Y8, Y7, Y5
+	VPADDD       Y5, Y4, Y4
+	VPUNPCKHQDQ  Y4, Y9, Y5
+	VPUNPCKLQDQ  Y4, Y9, Y9
+	VPADDD       Y5, Y9, Y9
+	LEAQ         (R8)(AX*4), R11
+	LEAQ         (R11)(AX*2), R12
+	VMOVDQU      (R11), Y4
+	VPSRLW       $0x04, Y4, Y5
+	VPAND        Y0, Y4, Y4
+	VPAND        Y0, Y5, Y5
+	VPMADDUBSW   (DX)(R10*8), Y4, Y4
+	VPMADDUBSW   32(DX)(R10*8), Y5, Y5
+	VPADDW       Y5, Y4, Y4
+	VPMADDWD     Y1, Y4, Y4
+	VMOVDQU      (R11)(AX*1), Y5
+	VPSRLW       $0x04, Y5, Y7
+	VPAND        Y0, Y5, Y5
+	VPAND        Y0, Y7, Y7
+	VPMADDUBSW   (DX)(R10*8), Y5, Y5
+	VPMADDUBSW   32(DX)(R10*8), Y7, Y7
+	VPADDW       Y7, Y5, Y5
+	VPMADDWD     Y1, Y5, Y5
+	VMOVDQU      (R11)(AX*2), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y0, Y7, Y7
+	VPAND        Y0, Y8, Y8
+	VPMADDUBSW   (DX)(R10*8), Y7, Y7
+	VPMADDUBSW   32(DX)(R10*8), Y8, Y8
+	VPADDW       Y8, Y7, Y7
+	VPMADDWD     Y1, Y7, Y7
+	VMOVDQU      (R12)(AX*1), Y8
+	VPSRLW       $0x04, Y8, Y10
+	VPAND        Y0, Y8, Y8
+	VPAND        Y0, Y10, Y10
+	VPMADDUBSW   (DX)(R10*8), Y8, Y8
+	VPMADDUBSW   32(DX)(R10*8), Y10, Y10
+	VPADDW       Y10, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPUNPCKLDQ   Y5, Y4, Y10
+	VPUNPCKHDQ   Y5, Y4, Y4
+	VPADDD       Y4, Y10, Y10
+	VPUNPCKLDQ   Y8, Y7, Y4
+	VPUNPCKHDQ   Y8, Y7, Y5
+	VPADDD       Y5, Y4, Y4
+	VPUNPCKHQDQ  Y4, Y10, Y5
+	VPUNPCKLQDQ  Y4, Y10, Y10
+	VPADDD       Y5, Y10, Y10
+	VMOVQ        (SI)(R10*1), X6
+	VMOVDQU      idx01<>+0(SB), Y4
+	VPERMD       Y6, Y4, Y4
+	VPSLLD       $0x03, Y4, Y4
+	VMOVQ        (BX)(R10*1), X6
+	VMOVDQU      idx01<>+0(SB), Y5
+	VPERMD       Y6, Y5, Y5
+	VPSUBD       Y4, Y9, Y9
+	VCVTDQ2PS    Y9, Y7
+	VPSUBD       Y4, Y10, Y10
+	VCVTDQ2PS    Y10, Y4
+	VMOVD        (R9), X6
+	VPINSRD      $0x01, (R9)(CX*1), X6, X6
+	VPINSRD      $0x02, (R9)(CX*2), X6, X6
+	LEAQ         (R9)(CX*2), R11
+	VPINSRD      $0x03, (R11)(CX*1), X6, X6
+	VCVTPH2PS    X6, Y8
+	VMOVDQU      idxT<>+0(SB), Y9
+	VPERMPS      Y8, Y9, Y8
+	VMULPS       Y5, Y8, Y8
+	VMULPS       Y8, Y7, Y7
+	LEAQ         (R9)(CX*4), R11
+	VMOVD        (R11), X6
+	VPINSRD      $0x01, (R11)(CX*1), X6, X6
+	VPINSRD      $0x02, (R11)(CX*2), X6, X6
+	LEAQ         (R11)(CX*2), R11
+	VPINSRD      $0x03, (R11)(CX*1), X6, X6
+	VCVTPH2PS    X6, Y8
+	VMOVDQU      idxT<>+0(SB), Y9
+	VPERMPS      Y8, Y9, Y8
+	VMULPS       Y5, Y8, Y8
+	VMULPS       Y8, Y4, Y4
+	VADDPS       X7, X2, X2
+	VEXTRACTF128 $0x01, Y7, X5
+	VADDPS       X5, X2, X2
+	VADDPS       X4, X3, X3
+	VEXTRACTF128 $0x01, Y4, X4
+	VADDPS       X4, X3, X3
+	ADDQ         $0x20, R8
+	ADDQ         $0x04, R9
+	ADDQ         $0x08, R10
+	CMPQ         R10, DI
+	JL           q4_0RowsAVX2_rows8_pair
+	VINSERTF128  $0x01, X3, Y2, Y3
+	MOVQ         24(SP), R8
+	CMPQ         32(SP), $0x00
+	JE           q4_0RowsAVX2_rows8_store
+	VADDPS       (R8), Y3, Y3
+
+q4_0RowsAVX2_rows8_store:
+	VMOVUPS    Y3, (R8)
+	ADDQ       $0x20, R8
+	MOVQ       R8, 24(SP)
+	MOVQ       (SP), R8
+	LEAQ       (R8)(AX*8), R8
+	MOVQ       R8, (SP)
+	MOVQ       8(SP), R8
+	PREFETCHT0 512(R8)
+	PREFETCHT0 576(R8)
+	LEAQ       (R8)(CX*8), R8
+	MOVQ       R8, 8(SP)
+	SUBQ       $0x08, 16(SP)
+	JMP        q4_0RowsAVX2_rows8
+
+q4_0RowsAVX2_rows4:
 	CMPQ   16(SP), $0x04
 	JL     q4_0RowsAVX2_rowsdone
 	MOVQ   (SP), R8
 	MOVQ   8(SP), R9
 	XORQ   R10, R10
-	VXORPS X2, X2, X2
+	VXORPS X5, X5, X5
 
-q4_0RowsAVX2_pair:
+q4_0RowsAVX2_rows4_pair:
 	MOVQ         40(SP), R11
 	PREFETCHT0   (R11)
 	PREFETCHT0   64(R11)
@@ -250,22 +416,14 @@ q4_0RowsAVX2_pair:
 	VPADDW       Y4, Y3, Y3
 	VPMADDWD     Y1, Y3, Y3
 	VMOVDQU      (R8)(AX*1), Y4
-	VPSRLW       $0x04, Y4, Y6
+	VPSRLW       $0x04, Y4, Y7
 	VPAND        Y0, Y4, Y4
-	VPAND        Y0, Y6, Y6
-	VPMADDUBSW   (DX)(R10*8), Y4, Y4
-	VPMADDUBSW   32(DX)(R10*8), Y6, Y6
-	VPADDW       Y6, Y4, Y4
-	VPMADDWD     Y1, Y4, Y4
-	VMOVDQU      (R8)(AX*2), Y6
-	VPSRLW       $0x04, Y6, Y7
-	VPAND        Y0, Y6, Y6
 	VPAND        Y0, Y7, Y7
-	VPMADDUBSW   (DX)(R10*8), Y6, Y6
+	VPMADDUBSW   (DX)(R10*8), Y4, Y4
 	VPMADDUBSW   32(DX)(R10*8), Y7, Y7
-	VPADDW       Y7, Y6, Y6
-	VPMADDWD     Y1, Y6, Y6
-	VMOVDQU      (R11)(AX*1), Y7
+	VPADDW       Y7, Y4, Y4
+	VPMADDWD     Y1, Y4, Y4
+	VMOVDQU      (R8)(AX*2), Y7
 	VPSRLW       $0x04, Y7, Y8
 	VPAND        Y0, Y7, Y7
 	VPAND        Y0, Y8, Y8
@@ -273,49 +431,57 @@ q4_0RowsAVX2_pair:
 	VPMADDUBSW   32(DX)(R10*8), Y8, Y8
 	VPADDW       Y8, Y7, Y7
 	VPMADDWD     Y1, Y7, Y7
-	VPUNPCKLDQ   Y4, Y3, Y8
+	VMOVDQU      (R11)(AX*1), Y8
+	VPSRLW       $0x04, Y8, Y9
+	VPAND        Y0, Y8, Y8
+	VPAND        Y0, Y9, Y9
+	VPMADDUBSW   (DX)(R10*8), Y8, Y8
+	VPMADDUBSW   32(DX)(R10*8), Y9, Y9
+	VPADDW       Y9, Y8, Y8
+	VPMADDWD     Y1, Y8, Y8
+	VPUNPCKLDQ   Y4, Y3, Y9
 	VPUNPCKHDQ   Y4, Y3, Y3
-	VPADDD       Y3, Y8, Y8
-	VPUNPCKLDQ   Y7, Y6, Y3
-	VPUNPCKHDQ   Y7, Y6, Y4
+	VPADDD       Y3, Y9, Y9
+	VPUNPCKLDQ   Y8, Y7, Y3
+	VPUNPCKHDQ   Y8, Y7, Y4
 	VPADDD       Y4, Y3, Y3
-	VPUNPCKHQDQ  Y3, Y8, Y4
-	VPUNPCKLQDQ  Y3, Y8, Y8
-	VPADDD       Y4, Y8, Y8
-	VMOVQ        (SI)(R10*1), X5
+	VPUNPCKHQDQ  Y3, Y9, Y4
+	VPUNPCKLQDQ  Y3, Y9, Y9
+	VPADDD       Y4, Y9, Y9
+	VMOVQ        (SI)(R10*1), X2
 	VMOVDQU      idx01<>+0(SB), Y3
-	VPERMD       Y5, Y3, Y3
+	VPERMD       Y2, Y3, Y3
 	VPSLLD       $0x03, Y3, Y3
-	VPSUBD       Y3, Y8, Y8
-	VCVTDQ2PS    Y8, Y3
-	VMOVD        (R9), X4
-	VPINSRD      $0x01, (R9)(CX*1), X4, X4
-	VPINSRD      $0x02, (R9)(CX*2), X4, X4
+	VMOVQ        (BX)(R10*1), X2
+	VMOVDQU      idx01<>+0(SB), Y4
+	VPERMD       Y2, Y4, Y4
+	VPSUBD       Y3, Y9, Y9
+	VCVTDQ2PS    Y9, Y3
+	VMOVD        (R9), X2
+	VPINSRD      $0x01, (R9)(CX*1), X2, X2
+	VPINSRD      $0x02, (R9)(CX*2), X2, X2
 	LEAQ         (R9)(CX*2), R11
-	VPINSRD      $0x03, (R11)(CX*1), X4, X4
-	VCVTPH2PS    X4, Y4
-	VMOVDQU      idxT<>+0(SB), Y6
-	VPERMPS      Y4, Y6, Y4
-	VMOVQ        (BX)(R10*1), X5
-	VMOVDQU      idx01<>+0(SB), Y6
-	VPERMD       Y5, Y6, Y6
-	VMULPS       Y6, Y4, Y4
-	VMULPS       Y4, Y3, Y3
-	VADDPS       X3, X2, X2
-	VEXTRACTF128 $0x01, Y3, X3
-	VADDPS       X3, X2, X2
+	VPINSRD      $0x03, (R11)(CX*1), X2, X2
+	VCVTPH2PS    X2, Y7
+	VMOVDQU      idxT<>+0(SB), Y8
+	VPERMPS      Y7, Y8, Y7
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y7, Y3, Y3
+	VADDPS       X3, X5, X5
+	VEXTRACTF128 $0x01, Y3, X2
+	VADDPS       X2, X5, X5
 	ADDQ         $0x20, R8
 	ADDQ         $0x04, R9
 	ADDQ         $0x08, R10
 	CMPQ         R10, DI
-	JL           q4_0RowsAVX2_pair
+	JL           q4_0RowsAVX2_rows4_pair
 	MOVQ         24(SP), R8
 	CMPQ         32(SP), $0x00
-	JE           q4_0RowsAVX2_store
-	VADDPS       (R8), X2, X2
+	JE           q4_0RowsAVX2_rows4_store
+	VADDPS       (R8), X5, X5
 
-q4_0RowsAVX2_store:
-	VMOVUPS    X2, (R8)
+q4_0RowsAVX2_rows4_store:
+	VMOVUPS    X5, (R8)
 	ADDQ       $0x10, R8
 	MOVQ       R8, 24(SP)
 	MOVQ       (SP), R8
@@ -326,7 +492,7 @@ q4_0RowsAVX2_store:
 	LEAQ       (R8)(CX*4), R8
 	MOVQ       R8, 8(SP)
 	SUBQ       $0x04, 16(SP)
-	JMP        q4_0RowsAVX2_rows
+	JMP        q4_0RowsAVX2_rows4
 
 q4_0RowsAVX2_rowsdone:
 	MOVQ codes+0(FP), R8
@@ -422,16 +588,280 @@ q5_0RowsAVX2_tile:
 	ADDQ       $0x00000800, R9
 	MOVQ       R9, 48(SP)
 
-q5_0RowsAVX2_rows:
+q5_0RowsAVX2_rows8:
+	CMPQ   24(SP), $0x08
+	JL     q5_0RowsAVX2_rows4
+	MOVQ   (SP), R9
+	MOVQ   8(SP), R10
+	MOVQ   16(SP), R11
+	XORQ   R12, R12
+	VXORPS X2, X2, X2
+	VXORPS X3, X3, X3
+
+q5_0RowsAVX2_rows8_pair:
+	MOVQ         48(SP), R13
+	PREFETCHT0   (R13)
+	PREFETCHT0   64(R13)
+	PREFETCHT0   128(R13)
+	PREFETCHT0   192(R13)
+	ADDQ         $0x00000100, R13
+	MOVQ         R13, 48(SP)
+	LEAQ         (R9)(AX*2), R13
+	LEAQ         (R11)(DX*2), R14
+	VMOVDQU      (R9), Y4
+	VPSRLW       $0x04, Y4, Y5
+	VPAND        Y0, Y4, Y4
+	VPAND        Y0, Y5, Y5
+	VPBROADCASTQ (R11), Y6
+	VPSHUFB      hShuf<>+0(SB), Y6, Y6
+	VPAND        hBit<>+0(SB), Y6, Y7
+	VPCMPEQB     hBit<>+0(SB), Y7, Y7
+	VPAND        c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y4, Y4
+	VPSRLW       $0x01, Y6, Y6
+	VPAND        hBit<>+0(SB), Y6, Y6
+	VPCMPEQB     hBit<>+0(SB), Y6, Y6
+	VPAND        c10<>+0(SB), Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   (BX)(R12*8), Y4, Y4
+	VPMADDUBSW   32(BX)(R12*8), Y5, Y5
+	VPADDW       Y5, Y4, Y4
+	VPMADDWD     Y1, Y4, Y4
+	VMOVDQU      (R9)(AX*1), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        Y0, Y5, Y5
+	VPAND        Y0, Y6, Y6
+	VPBROADCASTQ (R11)(DX*1), Y7
+	VPSHUFB      hShuf<>+0(SB), Y7, Y7
+	VPAND        hBit<>+0(SB), Y7, Y9
+	VPCMPEQB     hBit<>+0(SB), Y9, Y9
+	VPAND        c10<>+0(SB), Y9, Y9
+	VPOR         Y9, Y5, Y5
+	VPSRLW       $0x01, Y7, Y7
+	VPAND        hBit<>+0(SB), Y7, Y7
+	VPCMPEQB     hBit<>+0(SB), Y7, Y7
+	VPAND        c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPMADDUBSW   (BX)(R12*8), Y5, Y5
+	VPMADDUBSW   32(BX)(R12*8), Y6, Y6
+	VPADDW       Y6, Y5, Y5
+	VPMADDWD     Y1, Y5, Y5
+	VMOVDQU      (R9)(AX*2), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y6, Y6
+	VPAND        Y0, Y7, Y7
+	VPBROADCASTQ (R11)(DX*2), Y9
+	VPSHUFB      hShuf<>+0(SB), Y9, Y9
+	VPAND        hBit<>+0(SB), Y9, Y10
+	VPCMPEQB     hBit<>+0(SB), Y10, Y10
+	VPAND        c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y6, Y6
+	VPSRLW       $0x01, Y9, Y9
+	VPAND        hBit<>+0(SB), Y9, Y9
+	VPCMPEQB     hBit<>+0(SB), Y9, Y9
+	VPAND        c10<>+0(SB), Y9, Y9
+	VPOR         Y9, Y7, Y7
+	VPMADDUBSW   (BX)(R12*8), Y6, Y6
+	VPMADDUBSW   32(BX)(R12*8), Y7, Y7
+	VPADDW       Y7, Y6, Y6
+	VPMADDWD     Y1, Y6, Y6
+	VMOVDQU      (R13)(AX*1), Y7
+	VPSRLW       $0x04, Y7, Y9
+	VPAND        Y0, Y7, Y7
+	VPAND        Y0, Y9, Y9
+	VPBROADCASTQ (R14)(DX*1), Y10
+	VPSHUFB      hShuf<>+0(SB), Y10, Y10
+	VPAND        hBit<>+0(SB), Y10, Y11
+	VPCMPEQB     hBit<>+0(SB), Y11, Y11
+	VPAND        c10<>+0(SB), Y11, Y11
+	VPOR         Y11, Y7, Y7
+	VPSRLW       $0x01, Y10, Y10
+	VPAND        hBit<>+0(SB), Y10, Y10
+	VPCMPEQB     hBit<>+0(SB), Y10, Y10
+	VPAND        c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y9, Y9
+	VPMADDUBSW   (BX)(R12*8), Y7, Y7
+	VPMADDUBSW   32(BX)(R12*8), Y9, Y9
+	VPADDW       Y9, Y7, Y7
+	VPMADDWD     Y1, Y7, Y7
+	VPUNPCKLDQ   Y5, Y4, Y9
+	VPUNPCKHDQ   Y5, Y4, Y4
+	VPADDD       Y4, Y9, Y9
+	VPUNPCKLDQ   Y7, Y6, Y4
+	VPUNPCKHDQ   Y7, Y6, Y5
+	VPADDD       Y5, Y4, Y4
+	VPUNPCKHQDQ  Y4, Y9, Y5
+	VPUNPCKLQDQ  Y4, Y9, Y9
+	VPADDD       Y5, Y9, Y9
+	LEAQ         (R9)(AX*4), R13
+	LEAQ         (R11)(DX*4), R14
+	LEAQ         (R13)(AX*2), R15
+	LEAQ         (R14)(DX*2), BP
+	VMOVDQU      (R13), Y4
+	VPSRLW       $0x04, Y4, Y5
+	VPAND        Y0, Y4, Y4
+	VPAND        Y0, Y5, Y5
+	VPBROADCASTQ (R14), Y6
+	VPSHUFB      hShuf<>+0(SB), Y6, Y6
+	VPAND        hBit<>+0(SB), Y6, Y7
+	VPCMPEQB     hBit<>+0(SB), Y7, Y7
+	VPAND        c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y4, Y4
+	VPSRLW       $0x01, Y6, Y6
+	VPAND        hBit<>+0(SB), Y6, Y6
+	VPCMPEQB     hBit<>+0(SB), Y6, Y6
+	VPAND        c10<>+0(SB), Y6, Y6
+	VPOR         Y6, Y5, Y5
+	VPMADDUBSW   (BX)(R12*8), Y4, Y4
+	VPMADDUBSW   32(BX)(R12*8), Y5, Y5
+	VPADDW       Y5, Y4, Y4
+	VPMADDWD     Y1, Y4, Y4
+	VMOVDQU      (R13)(AX*1), Y5
+	VPSRLW       $0x04, Y5, Y6
+	VPAND        Y0, Y5, Y5
+	VPAND        Y0, Y6, Y6
+	VPBROADCASTQ (R14)(DX*1), Y7
+	VPSHUFB      hShuf<>+0(SB), Y7, Y7
+	VPAND        hBit<>+0(SB), Y7, Y10
+	VPCMPEQB     hBit<>+0(SB), Y10, Y10
+	VPAND        c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y5, Y5
+	VPSRLW       $0x01, Y7, Y7
+	VPAND        hBit<>+0(SB), Y7, Y7
+	VPCMPEQB     hBit<>+0(SB), Y7, Y7
+	VPAND        c10<>+0(SB), Y7, Y7
+	VPOR         Y7, Y6, Y6
+	VPMADDUBSW   (BX)(R12*8), Y5, Y5
+	VPMADDUBSW   32(BX)(R12*8), Y6, Y6
+	VPADDW       Y6, Y5, Y5
+	VPMADDWD     Y1, Y5, Y5
+	VMOVDQU      (R13)(AX*2), Y6
+	VPSRLW       $0x04, Y6, Y7
+	VPAND        Y0, Y6, Y6
+	VPAND        Y0, Y7, Y7
+	VPBROADCASTQ (R14)(DX*2), Y10
+	VPSHUFB      hShuf<>+0(SB), Y10, Y10
+	VPAND        hBit<>+0(SB), Y10, Y11
+	VPCMPEQB     hBit<>+0(SB), Y11, Y11
+	VPAND        c10<>+0(SB), Y11, Y11
+	VPOR         Y11, Y6, Y6
+	VPSRLW       $0x01, Y10, Y10
+	VPAND        hBit<>+0(SB), Y10, Y10
+	VPCMPEQB     hBit<>+0(SB), Y10, Y10
+	VPAND        c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y7, Y7
+	VPMADDUBSW   (BX)(R12*8), Y6, Y6
+	VPMADDUBSW   32(BX)(R12*8), Y7, Y7
+	VPADDW       Y7, Y6, Y6
+	VPMADDWD     Y1, Y6, Y6
+	VMOVDQU      (R15)(AX*1), Y7
+	VPSRLW       $0x04, Y7, Y10
+	VPAND        Y0, Y7, Y7
+	VPAND        Y0, Y10, Y10
+	VPBROADCASTQ (BP)(DX*1), Y11
+	VPSHUFB      hShuf<>+0(SB), Y11, Y11
+	VPAND        hBit<>+0(SB), Y11, Y12
+	VPCMPEQB     hBit<>+0(SB), Y12, Y12
+	VPAND        c10<>+0(SB), Y12, Y12
+	VPOR         Y12, Y7, Y7
+	VPSRLW       $0x01, Y11, Y11
+	VPAND        hBit<>+0(SB), Y11, Y11
+	VPCMPEQB     hBit<>+0(SB), Y11, Y11
+	VPAND        c10<>+0(SB), Y11, Y11
+	VPOR         Y11, Y10, Y10
+	VPMADDUBSW   (BX)(R12*8), Y7, Y7
+	VPMADDUBSW   32(BX)(R12*8), Y10, Y10
+	VPADDW       Y10, Y7, Y7
+	VPMADDWD     Y1, Y7, Y7
+	VPUNPCKLDQ   Y5, Y4, Y10
+	VPUNPCKHDQ   Y5, Y4, Y4
+	VPADDD       Y4, Y10, Y10
+	VPUNPCKLDQ   Y7, Y6, Y4
+	VPUNPCKHDQ   Y7, Y6, Y5
+	VPADDD       Y5, Y4, Y4
+	VPUNPCKHQDQ  Y4, Y10, Y5
+	VPUNPCKLQDQ  Y4, Y10, Y10
+	VPADDD       Y5, Y10, Y10
+	VMOVQ        (DI)(R12*1), X8
+	VMOVDQU      idx01<>+0(SB), Y4
+	VPERMD       Y8, Y4, Y4
+	VPSLLD       $0x04, Y4, Y4
+	VMOVQ        (SI)(R12*1), X8
+	VMOVDQU      idx01<>+0(SB), Y5
+	VPERMD       Y8, Y5, Y5
+	VPSUBD       Y4, Y9, Y9
+	VCVTDQ2PS    Y9, Y6
+	VPSUBD       Y4, Y10, Y10
+	VCVTDQ2PS    Y10, Y4
+	VMOVD        (R10), X7
+	VPINSRD      $0x01, (R10)(CX*1), X7, X7
+	VPINSRD      $0x02, (R10)(CX*2), X7, X7
+	LEAQ         (R10)(CX*2), R13
+	VPINSRD      $0x03, (R13)(CX*1), X7, X7
+	VCVTPH2PS    X7, Y7
+	VMOVDQU      idxT<>+0(SB), Y9
+	VPERMPS      Y7, Y9, Y7
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y7, Y6, Y6
+	LEAQ         (R10)(CX*4), R13
+	VMOVD        (R13), X7
+	VPINSRD      $0x01, (R13)(CX*1), X7, X7
+	VPINSRD      $0x02, (R13)(CX*2), X7, X7
+	LEAQ         (R13)(CX*2), R13
+	VPINSRD      $0x03, (R13)(CX*1), X7, X7
+	VCVTPH2PS    X7, Y7
+	VMOVDQU      idxT<>+0(SB), Y9
+	VPERMPS      Y7, Y9, Y7
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y7, Y4, Y4
+	VADDPS       X6, X2, X2
+	VEXTRACTF128 $0x01, Y6, X5
+	VADDPS       X5, X2, X2
+	VADDPS       X4, X3, X3
+	VEXTRACTF128 $0x01, Y4, X4
+	VADDPS       X4, X3, X3
+	ADDQ         $0x20, R9
+	ADDQ         $0x04, R10
+	ADDQ         $0x08, R11
+	ADDQ         $0x08, R12
+	CMPQ         R12, R8
+	JL           q5_0RowsAVX2_rows8_pair
+	VINSERTF128  $0x01, X3, Y2, Y3
+	MOVQ         32(SP), R9
+	CMPQ         40(SP), $0x00
+	JE           q5_0RowsAVX2_rows8_store
+	VADDPS       (R9), Y3, Y3
+
+q5_0RowsAVX2_rows8_store:
+	VMOVUPS    Y3, (R9)
+	ADDQ       $0x20, R9
+	MOVQ       R9, 32(SP)
+	MOVQ       (SP), R9
+	LEAQ       (R9)(AX*8), R9
+	MOVQ       R9, (SP)
+	MOVQ       8(SP), R9
+	PREFETCHT0 512(R9)
+	PREFETCHT0 576(R9)
+	LEAQ       (R9)(CX*8), R9
+	MOVQ       R9, 8(SP)
+	MOVQ       16(SP), R9
+	PREFETCHT0 512(R9)
+	PREFETCHT0 576(R9)
+	LEAQ       (R9)(DX*8), R9
+	MOVQ       R9, 16(SP)
+	SUBQ       $0x08, 24(SP)
+	JMP        q5_0RowsAVX2_rows8
+
+q5_0RowsAVX2_rows4:
 	CMPQ   24(SP), $0x04
 	JL     q5_0RowsAVX2_rowsdone
 	MOVQ   (SP), R9
 	MOVQ   8(SP), R10
 	MOVQ   16(SP), R11
 	XORQ   R12, R12
-	VXORPS X2, X2, X2
+	VXORPS X7, X7, X7
 
-q5_0RowsAVX2_pair:
+q5_0RowsAVX2_rows4_pair:
 	MOVQ         48(SP), R13
 	PREFETCHT0   (R13)
 	PREFETCHT0   64(R13)
@@ -464,10 +894,10 @@ q5_0RowsAVX2_pair:
 	VPAND        Y0, Y5, Y5
 	VPBROADCASTQ (R11)(DX*1), Y6
 	VPSHUFB      hShuf<>+0(SB), Y6, Y6
-	VPAND        hBit<>+0(SB), Y6, Y8
-	VPCMPEQB     hBit<>+0(SB), Y8, Y8
-	VPAND        c10<>+0(SB), Y8, Y8
-	VPOR         Y8, Y4, Y4
+	VPAND        hBit<>+0(SB), Y6, Y9
+	VPCMPEQB     hBit<>+0(SB), Y9, Y9
+	VPAND        c10<>+0(SB), Y9, Y9
+	VPOR         Y9, Y4, Y4
 	VPSRLW       $0x01, Y6, Y6
 	VPAND        hBit<>+0(SB), Y6, Y6
 	VPCMPEQB     hBit<>+0(SB), Y6, Y6
@@ -481,84 +911,84 @@ q5_0RowsAVX2_pair:
 	VPSRLW       $0x04, Y5, Y6
 	VPAND        Y0, Y5, Y5
 	VPAND        Y0, Y6, Y6
-	VPBROADCASTQ (R11)(DX*2), Y8
-	VPSHUFB      hShuf<>+0(SB), Y8, Y8
-	VPAND        hBit<>+0(SB), Y8, Y9
+	VPBROADCASTQ (R11)(DX*2), Y9
+	VPSHUFB      hShuf<>+0(SB), Y9, Y9
+	VPAND        hBit<>+0(SB), Y9, Y10
+	VPCMPEQB     hBit<>+0(SB), Y10, Y10
+	VPAND        c10<>+0(SB), Y10, Y10
+	VPOR         Y10, Y5, Y5
+	VPSRLW       $0x01, Y9, Y9
+	VPAND        hBit<>+0(SB), Y9, Y9
 	VPCMPEQB     hBit<>+0(SB), Y9, Y9
 	VPAND        c10<>+0(SB), Y9, Y9
-	VPOR         Y9, Y5, Y5
-	VPSRLW       $0x01, Y8, Y8
-	VPAND        hBit<>+0(SB), Y8, Y8
-	VPCMPEQB     hBit<>+0(SB), Y8, Y8
-	VPAND        c10<>+0(SB), Y8, Y8
-	VPOR         Y8, Y6, Y6
+	VPOR         Y9, Y6, Y6
 	VPMADDUBSW   (BX)(R12*8), Y5, Y5
 	VPMADDUBSW   32(BX)(R12*8), Y6, Y6
 	VPADDW       Y6, Y5, Y5
 	VPMADDWD     Y1, Y5, Y5
 	VMOVDQU      (R13)(AX*1), Y6
-	VPSRLW       $0x04, Y6, Y8
+	VPSRLW       $0x04, Y6, Y9
 	VPAND        Y0, Y6, Y6
-	VPAND        Y0, Y8, Y8
-	VPBROADCASTQ (R14)(DX*1), Y9
-	VPSHUFB      hShuf<>+0(SB), Y9, Y9
-	VPAND        hBit<>+0(SB), Y9, Y10
+	VPAND        Y0, Y9, Y9
+	VPBROADCASTQ (R14)(DX*1), Y10
+	VPSHUFB      hShuf<>+0(SB), Y10, Y10
+	VPAND        hBit<>+0(SB), Y10, Y11
+	VPCMPEQB     hBit<>+0(SB), Y11, Y11
+	VPAND        c10<>+0(SB), Y11, Y11
+	VPOR         Y11, Y6, Y6
+	VPSRLW       $0x01, Y10, Y10
+	VPAND        hBit<>+0(SB), Y10, Y10
 	VPCMPEQB     hBit<>+0(SB), Y10, Y10
 	VPAND        c10<>+0(SB), Y10, Y10
-	VPOR         Y10, Y6, Y6
-	VPSRLW       $0x01, Y9, Y9
-	VPAND        hBit<>+0(SB), Y9, Y9
-	VPCMPEQB     hBit<>+0(SB), Y9, Y9
-	VPAND        c10<>+0(SB), Y9, Y9
-	VPOR         Y9, Y8, Y8
+	VPOR         Y10, Y9, Y9
 	VPMADDUBSW   (BX)(R12*8), Y6, Y6
-	VPMADDUBSW   32(BX)(R12*8), Y8, Y8
-	VPADDW       Y8, Y6, Y6
+	VPMADDUBSW   32(BX)(R12*8), Y9, Y9
+	VPADDW       Y9, Y6, Y6
 	VPMADDWD     Y1, Y6, Y6
-	VPUNPCKLDQ   Y4, Y3, Y8
+	VPUNPCKLDQ   Y4, Y3, Y9
 	VPUNPCKHDQ   Y4, Y3, Y3
-	VPADDD       Y3, Y8, Y8
+	VPADDD       Y3, Y9, Y9
 	VPUNPCKLDQ   Y6, Y5, Y3
 	VPUNPCKHDQ   Y6, Y5, Y4
 	VPADDD       Y4, Y3, Y3
-	VPUNPCKHQDQ  Y3, Y8, Y4
-	VPUNPCKLQDQ  Y3, Y8, Y8
-	VPADDD       Y4, Y8, Y8
-	VMOVQ        (DI)(R12*1), X7
+	VPUNPCKHQDQ  Y3, Y9, Y4
+	VPUNPCKLQDQ  Y3, Y9, Y9
+	VPADDD       Y4, Y9, Y9
+	VMOVQ        (DI)(R12*1), X2
 	VMOVDQU      idx01<>+0(SB), Y3
-	VPERMD       Y7, Y3, Y3
+	VPERMD       Y2, Y3, Y3
 	VPSLLD       $0x04, Y3, Y3
-	VPSUBD       Y3, Y8, Y8
-	VCVTDQ2PS    Y8, Y3
-	VMOVD        (R10), X4
-	VPINSRD      $0x01, (R10)(CX*1), X4, X4
-	VPINSRD      $0x02, (R10)(CX*2), X4, X4
+	VMOVQ        (SI)(R12*1), X2
+	VMOVDQU      idx01<>+0(SB), Y4
+	VPERMD       Y2, Y4, Y4
+	VPSUBD       Y3, Y9, Y9
+	VCVTDQ2PS    Y9, Y3
+	VMOVD        (R10), X2
+	VPINSRD      $0x01, (R10)(CX*1), X2, X2
+	VPINSRD      $0x02, (R10)(CX*2), X2, X2
 	LEAQ         (R10)(CX*2), R13
-	VPINSRD      $0x03, (R13)(CX*1), X4, X4
-	VCVTPH2PS    X4, Y4
-	VMOVDQU      idxT<>+0(SB), Y5
-	VPERMPS      Y4, Y5, Y4
-	VMOVQ        (SI)(R12*1), X7
-	VMOVDQU      idx01<>+0(SB), Y5
-	VPERMD       Y7, Y5, Y5
-	VMULPS       Y5, Y4, Y4
-	VMULPS       Y4, Y3, Y3
-	VADDPS       X3, X2, X2
-	VEXTRACTF128 $0x01, Y3, X3
-	VADDPS       X3, X2, X2
+	VPINSRD      $0x03, (R13)(CX*1), X2, X2
+	VCVTPH2PS    X2, Y5
+	VMOVDQU      idxT<>+0(SB), Y6
+	VPERMPS      Y5, Y6, Y5
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y5, Y3, Y3
+	VADDPS       X3, X7, X7
+	VEXTRACTF128 $0x01, Y3, X2
+	VADDPS       X2, X7, X7
 	ADDQ         $0x20, R9
 	ADDQ         $0x04, R10
 	ADDQ         $0x08, R11
 	ADDQ         $0x08, R12
 	CMPQ         R12, R8
-	JL           q5_0RowsAVX2_pair
+	JL           q5_0RowsAVX2_rows4_pair
 	MOVQ         32(SP), R9
 	CMPQ         40(SP), $0x00
-	JE           q5_0RowsAVX2_store
-	VADDPS       (R9), X2, X2
+	JE           q5_0RowsAVX2_rows4_store
+	VADDPS       (R9), X7, X7
 
-q5_0RowsAVX2_store:
-	VMOVUPS    X2, (R9)
+q5_0RowsAVX2_rows4_store:
+	VMOVUPS    X7, (R9)
 	ADDQ       $0x10, R9
 	MOVQ       R9, 32(SP)
 	MOVQ       (SP), R9
@@ -573,7 +1003,7 @@ q5_0RowsAVX2_store:
 	LEAQ       (R9)(DX*4), R9
 	MOVQ       R9, 16(SP)
 	SUBQ       $0x04, 24(SP)
-	JMP        q5_0RowsAVX2_rows
+	JMP        q5_0RowsAVX2_rows4
 
 q5_0RowsAVX2_rowsdone:
 	MOVQ codes+0(FP), R9

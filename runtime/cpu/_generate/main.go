@@ -514,6 +514,30 @@ func (v *tileVars) nextRows(name string, acc VecVirtual, strides map[string]Regi
 	JMP(LabelRef(name + "_rows"))
 }
 
+// nextRowsN is nextRows for the kernels that step n (8 or 4) rows: it
+// stores acc (n floats) to the rows' outputs, moves the plane pointers on
+// by n rows and jumps back to the step's label lbl.
+func (v *tileVars) nextRowsN(lbl string, n int, acc VecVirtual, strides map[string]Register) {
+	y := GP64()
+	MOVQ(v.y, y)
+	store(lbl, acc, y, v.add)
+	ADDQ(U8(4*n), y)
+	MOVQ(y, v.y)
+	for i, p := range v.planes {
+		r := v.load(p)
+		if i > 0 {
+			// A small plane, as in nextRows: one line per four rows.
+			for o := 0; o < n/4; o++ {
+				PREFETCHT0(Mem{Base: r, Disp: planeAhead + 64*o})
+			}
+		}
+		LEAQ(Mem{Base: r, Index: strides[p], Scale: uint8(n)}, r)
+		MOVQ(r, v.local[p])
+	}
+	SUBQ(U8(n), v.rows)
+	JMP(LabelRef(lbl))
+}
+
 // endTiles closes the K-tile loop: the planes move on by tstride, the
 // caller's advance moves the activations, and the next tiles add to y.
 func (v *tileVars) endTiles(name string, advance func()) {
@@ -580,60 +604,104 @@ func rowsQ4(name string, q5 bool) {
 	VMOVDQU(ones16, ones)
 	tv := beginTiles(name, planes...)
 
-	Label(name + "_rows")
-	CMPQ(tv.rows, U8(4))
-	JL(LabelRef(name + "_rowsdone"))
-	pc, psc := tv.load("codes"), tv.load("scales")
-	var ph Register
-	if q5 {
-		ph = tv.load("high")
-	}
-	x := GP64() // 8*pair
-	XORQ(x, x)
-	acc := XMM()
-	VXORPS(acc, acc, acc)
-
-	Label(name + "_pair")
-	tv.prefetch(128) // 4 rows x 32 bytes of codes per pair
-	t := GP64()
-	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
-	var th Register
-	if q5 {
-		th = GP64()
-		LEAQ(Mem{Base: ph, Index: hs, Scale: 2}, th)
-	}
-	var v [4]VecVirtual
-	for k := 0; k < 4; k++ {
-		lo, hi := nibbles(rowMem(pc, cs, t, k, 0), m0F)
-		if q5 {
-			highBits(rowMem(ph, hs, th, k, 0), lo, hi)
+	// Eight rows per step while eight are left, then four: two
+	// independent float chains, and the step's fixed work (the scale
+	// gathers' addressing, the token's sums and scales, the y store and
+	// the plane pointers) once per eight rows.
+	for _, n := range []int{8, 4} {
+		lbl := fmt.Sprintf("%s_rows%d", name, n)
+		next := name + "_rows4"
+		if n == 4 {
+			next = name + "_rowsdone"
 		}
-		VPMADDUBSW(Mem{Base: a, Index: x, Scale: 8}, lo, lo)
-		VPMADDUBSW(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, hi, hi)
-		VPADDW(hi, lo, lo)
-		v[k] = YMM()
-		VPMADDWD(ones, lo, v[k])
+		Label(lbl)
+		CMPQ(tv.rows, U8(n))
+		JL(LabelRef(next))
+		pc, psc := tv.load("codes"), tv.load("scales")
+		var ph Register
+		if q5 {
+			ph = tv.load("high")
+		}
+		x := GP64() // 8*pair
+		XORQ(x, x)
+		acc := make([]VecVirtual, n/4) // rows 4h..4h+3
+		for h := range acc {
+			acc[h] = XMM()
+			VXORPS(acc[h], acc[h], acc[h])
+		}
+
+		Label(lbl + "_pair")
+		tv.prefetch(32 * n) // n rows x 32 bytes of codes per pair
+		r := make([]VecVirtual, n/4)
+		for h := range r {
+			// rows 4h..4h+3 of the codes and high bits from bc, bh
+			bc, bh := pc, ph
+			if h > 0 {
+				bc = GP64()
+				LEAQ(Mem{Base: pc, Index: cs, Scale: 4}, bc)
+				if q5 {
+					bh = GP64()
+					LEAQ(Mem{Base: ph, Index: hs, Scale: 4}, bh)
+				}
+			}
+			t := GP64()
+			LEAQ(Mem{Base: bc, Index: cs, Scale: 2}, t)
+			var th Register
+			if q5 {
+				th = GP64()
+				LEAQ(Mem{Base: bh, Index: hs, Scale: 2}, th)
+			}
+			var v [4]VecVirtual
+			for k := 0; k < 4; k++ {
+				lo, hi := nibbles(rowMem(bc, cs, t, k, 0), m0F)
+				if q5 {
+					highBits(rowMem(bh, hs, th, k, 0), lo, hi)
+				}
+				VPMADDUBSW(Mem{Base: a, Index: x, Scale: 8}, lo, lo)
+				VPMADDUBSW(Mem{Base: a, Index: x, Scale: 8, Disp: 32}, hi, hi)
+				VPADDW(hi, lo, lo)
+				v[k] = YMM()
+				VPMADDWD(ones, lo, v[k])
+			}
+			r[h] = reduce4(v, true) // [r0A r1A r2A r3A | r0B r1B r2B r3B] sum(q*a)
+		}
+		sb := bcast2(Mem{Base: s, Index: x, Scale: 1})
+		VPSLLD(U8(bias), sb, sb)
+		dx := bcast2(Mem{Base: d, Index: x, Scale: 1})
+		f := make([]VecVirtual, n/4)
+		for h := range r {
+			VPSUBD(sb, r[h], r[h])
+			f[h] = YMM()
+			VCVTDQ2PS(r[h], f[h])
+		}
+		for h := range f {
+			bs := psc
+			if h > 0 {
+				bs = GP64()
+				LEAQ(Mem{Base: psc, Index: ss, Scale: 4}, bs)
+			}
+			dw := halvesT(gather4(bs, ss))
+			VMULPS(dx, dw, dw)     // d_w * d_x
+			VMULPS(dw, f[h], f[h]) // float32(isum) * (d_w*d_x)
+		}
+		for h := range f {
+			addTo(f[h], acc[h])
+		}
+		ADDQ(U8(32), pc)
+		ADDQ(U8(4), psc)
+		if q5 {
+			ADDQ(U8(8), ph)
+		}
+		ADDQ(U8(8), x)
+		CMPQ(x, lim)
+		JL(LabelRef(lbl + "_pair"))
+		out := acc[0]
+		if n == 8 {
+			out = YMM()
+			VINSERTF128(U8(1), acc[1], acc[0].AsY(), out) // [rows 0..3 | rows 4..7]
+		}
+		tv.nextRowsN(lbl, n, out, strides)
 	}
-	r := reduce4(v, true) // [r0A r1A r2A r3A | r0B r1B r2B r3B] sum(q*a)
-	sb := bcast2(Mem{Base: s, Index: x, Scale: 1})
-	VPSLLD(U8(bias), sb, sb)
-	VPSUBD(sb, r, r)
-	f := YMM()
-	VCVTDQ2PS(r, f)
-	dw := halvesT(gather4(psc, ss))
-	dx := bcast2(Mem{Base: d, Index: x, Scale: 1})
-	VMULPS(dx, dw, dw) // d_w * d_x
-	VMULPS(dw, f, f)   // float32(isum) * (d_w*d_x)
-	addTo(f, acc)
-	ADDQ(U8(32), pc)
-	ADDQ(U8(4), psc)
-	if q5 {
-		ADDQ(U8(8), ph)
-	}
-	ADDQ(U8(8), x)
-	CMPQ(x, lim)
-	JL(LabelRef(name + "_pair"))
-	tv.nextRows(name, acc, strides)
 
 	tv.endTiles(name, func() {
 		LEAQ(Mem{Base: a, Index: lim, Scale: 8}, a) // 64 bytes per pair
