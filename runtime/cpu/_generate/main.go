@@ -1289,26 +1289,35 @@ func toksQ8(name string) {
 			}
 			return Mem{Base: pa, Index: agr, Scale: 1, Disp: disp}
 		}
-		v := make([][4]VecVirtual, groups)
-		for l := 0; l < 4; l++ {
-			for gi := 0; gi < groups; gi++ {
-				var p [2]VecVirtual
-				for h, c := range []Mem{cA, cB} {
-					w := []VecVirtual{wA, wB}[h]
+		// Per group and block h, the eight dword sums of each of the four
+		// tokens (VPMADDWD) are reduced within each 128-bit lane (reduce4:
+		// in-lane unpacks and adds), leaving in lane L the four tokens'
+		// sums over that lane's half of block h; one VPERM2I128 pair and a
+		// VPADDD per group then give [t0A..t3A | t0B..t3B]. The same 21
+		// operations per group and pair as combining each token's two
+		// blocks first, but two cross-lane VPERM2I128 instead of eight.
+		r := make([]VecVirtual, groups)
+		for gi := 0; gi < groups; gi++ {
+			var x [2]VecVirtual
+			for h, c := range []Mem{cA, cB} {
+				w := []VecVirtual{wA, wB}[h]
+				var v [4]VecVirtual
+				for l := 0; l < 4; l++ {
 					sg := YMM()
 					VMOVDQU(am(gi, 64*l+32*h), sg)
 					VPSIGNB(c, sg, sg)
 					VPMADDUBSW(sg, w, sg)
 					VPMADDWD(ones16, sg, sg)
-					p[h] = sg
+					v[l] = sg
 				}
-				v[gi][l] = YMM()
-				VPERM2I128(U8(0x20), p[1], p[0], v[gi][l])
-				VPERM2I128(U8(0x31), p[1], p[0], p[0])
-				VPADDD(p[0], v[gi][l], v[gi][l])
+				x[h] = reduce4(v, true)
 			}
+			r[gi] = YMM()
+			t := YMM()
+			VPERM2I128(U8(0x20), x[1], x[0], r[gi])
+			VPERM2I128(U8(0x31), x[1], x[0], t)
+			VPADDD(t, r[gi], r[gi])
 		}
-		r := reduceGroups(v)
 		g := XMM()
 		VMOVD(Mem{Base: psc, Index: x, Scale: 1}, g)
 		VCVTPH2PS(g, g)
