@@ -2,16 +2,28 @@
 
 #include "textflag.h"
 
-// Hand-written (not generated with avo like runtime/cpu's kernels: two short
-// loops with no register allocation to speak of) AVX2 forms of the nibble shuffle in packrow.go (see the
-// comment there and nibblesToSeqRef). For a run of 2h bytes q, with
-// lo = q&0x0f and hi = q>>4 per byte, VPMADDUBSW by the byte pairs (1, 16)
-// makes word i of lo the byte lo[2i] | lo[2i+1]<<4 = out[i] and word i of hi
-// out[h+i]; VPACKUSWB packs those words (all below 256) into bytes. For
-// h = 8 (Q4_0, Q5_0) one 128-bit lane is a whole block; for h = 16 (one
-// 64-element chunk of Q4_K, Q5_K) the lanes hold out[0:8], out[16:24] and
-// out[8:16], out[24:32], which VPERMQ $0xd8 puts in order. The pure-Go
-// kernels in packrow.go are the reference; TestAVX2MatchesGo compares.
+// AVX2 forms of the nibble shuffle in packrow.go (see the comment there and
+// nibblesToSeqRef), written by hand rather than generated with avo like
+// runtime/cpu's kernels: two short loops with no register allocation to
+// speak of. For a run of 2h bytes q, with lo = q&0x0f and hi = q>>4 per
+// byte, VPMADDUBSW by the byte pairs (1, 16) makes word i of lo the byte
+// lo[2i] | lo[2i+1]<<4 = out[i] and word i of hi out[h+i]; VPACKUSWB packs
+// those words (all below 256) into bytes. For h = 8 (Q4_0, Q5_0) one
+// 128-bit lane is a whole block; for h = 16 (one 64-element chunk of Q4_K,
+// Q5_K) the lanes hold out[0:8], out[16:24] and out[8:16], out[24:32], which
+// VPERMQ $0xd8 puts in order. The pure-Go kernels in packrow.go are the
+// reference; TestAVX2MatchesGo compares them, and TestRowKernelsMatchRef
+// compares both with the byte loops of packref_test.go.
+
+// NIBBLE_CONSTS sets Y14 to the bytes 0x0f and Y13 to the byte pairs
+// (1, 16), VPMADDUBSW's signed operand. It clobbers AX.
+#define NIBBLE_CONSTS \
+	MOVQ         $0x0f0f0f0f0f0f0f0f, AX; \
+	MOVQ         AX, X14; \
+	VPBROADCASTQ X14, Y14; \
+	MOVQ         $0x1001100110011001, AX; \
+	MOVQ         AX, X13; \
+	VPBROADCASTQ X13, Y13
 
 // func q4BlocksAVX2(codes, scales, src *byte, rows, nb, stride, bstride, qoff int)
 // For r < rows, b < nb, the block at src + r*stride + b*bstride: its 16-bit
@@ -26,12 +38,7 @@ TEXT ·q4BlocksAVX2(SB), NOSPLIT, $0-64
 	MOVQ stride+40(FP), R8
 	MOVQ bstride+48(FP), BX
 	MOVQ qoff+56(FP), R12
-	MOVQ $0x0f0f0f0f0f0f0f0f, AX
-	MOVQ AX, X14
-	VPBROADCASTQ X14, Y14
-	MOVQ $0x1001100110011001, AX
-	MOVQ AX, X13
-	VPBROADCASTQ X13, Y13
+	NIBBLE_CONSTS
 	TESTQ CX, CX
 	JZ    q4done
 	TESTQ DX, DX
@@ -99,12 +106,7 @@ TEXT ·nibbles128AVX2(SB), NOSPLIT, $0-48
 	MOVQ nb+24(FP), DX
 	MOVQ stride+32(FP), R8
 	MOVQ bstride+40(FP), BX
-	MOVQ $0x0f0f0f0f0f0f0f0f, AX
-	MOVQ AX, X14
-	VPBROADCASTQ X14, Y14
-	MOVQ $0x1001100110011001, AX
-	MOVQ AX, X13
-	VPBROADCASTQ X13, Y13
+	NIBBLE_CONSTS
 	TESTQ CX, CX
 	JZ    kdone
 	TESTQ DX, DX
