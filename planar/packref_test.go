@@ -231,6 +231,13 @@ func TestPackMatchesRef(t *testing.T) {
 // to 9 random blocks, the rows' tiles strided as in a matrix of 1 to 3 tiles,
 // and its reference on each row, with a guard band after every plane.
 func TestRowKernelsMatchRef(t *testing.T) {
+	for _, asm := range kernelSets {
+		setAVX2(t, asm)
+		rowKernelsMatchRef(t)
+	}
+}
+
+func rowKernelsMatchRef(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 3))
 	const guard = 16
 	for _, typ := range Supported() {
@@ -261,8 +268,8 @@ func TestRowKernelsMatchRef(t *testing.T) {
 					}
 					for k, pl := range f.Planes {
 						if i := firstDiff(bg[k], bw[k]); i >= 0 {
-							t.Fatalf("%s, %d rows of %d blocks, stride %d: plane %s byte %d (of %d, then %d guard bytes): %#02x, reference %#02x",
-								typ, n, nb, stride, pl.Name, i, len(pg[k]), guard, bg[k][i], bw[k][i])
+							t.Fatalf("%s (useAVX2 %v), %d rows of %d blocks, stride %d: plane %s byte %d (of %d, then %d guard bytes): %#02x, reference %#02x",
+								typ, useAVX2, n, nb, stride, pl.Name, i, len(pg[k]), guard, bg[k][i], bw[k][i])
 						}
 					}
 				}

@@ -50,11 +50,29 @@ func unzipBytes(x uint64) uint64 {
 // which unzipBytes puts in order. The kernels write this out in place: as a
 // function it would not be inlined.
 
+// rowCount is the number of rows r of a tile with r*stride+tile <= srcLen
+// (stride > 0): the rows the row loops below visit when the planes are
+// large enough. The AVX2 paths (packrow_amd64.s, used when useAVX2 is set)
+// take the smaller of it and the rows each plane holds, so that they read
+// and write exactly the bytes the pure-Go loops do.
+func rowCount(srcLen, stride, tile int) int {
+	if tile > srcLen {
+		return 0
+	}
+	return (srcLen-tile)/stride + 1
+}
+
 // packQ4_0 is packQ4_0Ref: per block_q4_0 {d; qs[16]}, d to the scales plane
 // and the 32 codes, sequential, to the codes plane.
 func packQ4_0(src []byte, stride, tile int, p rowPlanes) {
 	codes, scales := p[0], p[1]
 	nb := tile / 18
+	if useAVX2 && nb > 0 && stride > 0 {
+		if n := min(rowCount(len(src), stride, tile), len(codes)/(16*nb), len(scales)/(2*nb)); n > 0 {
+			q4BlocksAVX2(&codes[0], &scales[0], &src[0], n, nb, stride, 18, 2)
+		}
+		return
+	}
 	for o := 0; o+tile <= len(src) && 16*nb <= len(codes) && 2*nb <= len(scales); o += stride {
 		packQ4_0Row(src[o:o+18*nb], codes[:16*nb], scales[:2*nb])
 		codes, scales = codes[16*nb:], scales[2*nb:]
@@ -78,6 +96,19 @@ func packQ4_0Row(src, codes, scales []byte) {
 func packQ5_0(src []byte, stride, tile int, p rowPlanes) {
 	codes, high, scales := p[0], p[1], p[2]
 	nb := tile / 22
+	if useAVX2 && nb > 0 && stride > 0 {
+		n := min(rowCount(len(src), stride, tile), len(codes)/(16*nb), len(high)/(4*nb), len(scales)/(2*nb))
+		if n > 0 {
+			q4BlocksAVX2(&codes[0], &scales[0], &src[0], n, nb, stride, 22, 6)
+		}
+		for r := 0; r < n; r++ {
+			s, h := src[r*stride:r*stride+22*nb], high[4*nb*r:4*nb*(r+1)]
+			for b := 0; b < nb; b++ {
+				le.PutUint32(h[4*b:], le.Uint32(s[22*b+2:]))
+			}
+		}
+		return
+	}
 	for o := 0; o+tile <= len(src) && 16*nb <= len(codes) && 4*nb <= len(high) && 2*nb <= len(scales); o += stride {
 		packQ5_0Row(src[o:o+22*nb], codes[:16*nb], high[:4*nb], scales[:2*nb])
 		codes, high, scales = codes[16*nb:], high[4*nb:], scales[2*nb:]
@@ -154,6 +185,21 @@ func nibbles128ToSeq(q, out []byte) {
 func packQ4_K(src []byte, stride, tile int, p rowPlanes) {
 	codes, sm, dm := p[0], p[1], p[2]
 	nb := tile / 144
+	if useAVX2 && nb > 0 && stride > 0 {
+		n := min(rowCount(len(src), stride, tile), len(codes)/(128*nb), len(sm)/(16*nb), len(dm)/(4*nb))
+		if n > 0 {
+			nibbles128AVX2(&codes[0], &src[16], n, nb, stride, 144)
+		}
+		for r := 0; r < n; r++ {
+			s := src[r*stride : r*stride+144*nb]
+			sms, dms := sm[16*nb*r:16*nb*(r+1)], dm[4*nb*r:4*nb*(r+1)]
+			for b := 0; b < nb; b++ {
+				le.PutUint32(dms[4*b:], le.Uint32(s[144*b:]))
+				scaleMins(s[144*b+4:], sms[16*b:])
+			}
+		}
+		return
+	}
 	for o := 0; o+tile <= len(src) && 128*nb <= len(codes) && 16*nb <= len(sm) && 4*nb <= len(dm); o += stride {
 		packQ4_KRow(src[o:o+144*nb], codes[:128*nb], sm[:16*nb], dm[:4*nb])
 		codes, sm, dm = codes[128*nb:], sm[16*nb:], dm[4*nb:]
@@ -199,6 +245,22 @@ func q5kHigh(qh, out []byte) {
 func packQ5_K(src []byte, stride, tile int, p rowPlanes) {
 	codes, high, sm, dm := p[0], p[1], p[2], p[3]
 	nb := tile / 176
+	if useAVX2 && nb > 0 && stride > 0 {
+		n := min(rowCount(len(src), stride, tile), len(codes)/(128*nb), len(high)/(32*nb), len(sm)/(16*nb), len(dm)/(4*nb))
+		if n > 0 {
+			nibbles128AVX2(&codes[0], &src[48], n, nb, stride, 176)
+		}
+		for r := 0; r < n; r++ {
+			s := src[r*stride : r*stride+176*nb]
+			hs, sms, dms := high[32*nb*r:32*nb*(r+1)], sm[16*nb*r:16*nb*(r+1)], dm[4*nb*r:4*nb*(r+1)]
+			for b := 0; b < nb; b++ {
+				le.PutUint32(dms[4*b:], le.Uint32(s[176*b:]))
+				scaleMins(s[176*b+4:], sms[16*b:])
+				q5kHigh(s[176*b+16:], hs[32*b:])
+			}
+		}
+		return
+	}
 	for o := 0; o+tile <= len(src) && 128*nb <= len(codes) && 32*nb <= len(high) && 16*nb <= len(sm) && 4*nb <= len(dm); o += stride {
 		packQ5_KRow(src[o:o+176*nb], codes[:128*nb], high[:32*nb], sm[:16*nb], dm[:4*nb])
 		codes, high, sm, dm = codes[128*nb:], high[32*nb:], sm[16*nb:], dm[4*nb:]
