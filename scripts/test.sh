@@ -13,7 +13,7 @@ go vet -tags sim ./runtime/npu/sim ./cmd/xdnarun
 echo "== go test"
 go test -count=1 -timeout 20m ./...
 echo "== go test -tags noasm (the pure-Go kernels under the goldens)"
-go test -count=1 -tags noasm ./runtime/cpu ./runtime/engine
+go test -count=1 -tags noasm ./runtime/cpu ./runtime/engine ./planar
 echo "== go test -tags sim (the AIE kernel sources compiled for this machine, under the goldens)"
 if command -v g++ >/dev/null 2>&1; then
   go test -count=1 -tags sim ./runtime/npu/sim
