@@ -1331,59 +1331,7 @@ func toksQ4Kx512(name string, q5 bool) {
 		VCVTPH2PS(g, g) // [d dmin 0 0]
 		dw := YMM()
 		VPERMPS(g.AsY(), i01, dw) // [d x4 | dmin x4]
-		for gi := 0; gi < groups; gi++ {
-			var pdi Register = pd
-			if gi == 1 {
-				pdi = pd1
-			}
-			w := YMM()
-			VBROADCASTF128(Mem{Base: pdi}, w)
-			VMULPS(dw, w, w) // [dd x4 | dmin*dx x4]
-			fi, fm := XMM(), XMM()
-			VCVTDQ2PS(si[gi], fi)
-			VCVTDQ2PS(sm[gi], fm)
-			VMULPS(w.AsX(), fi, fi)
-			h := XMM()
-			VEXTRACTF128(U8(1), w, h)
-			VMULPS(h, fm, fm)
-			VSUBPS(fm, fi, fi)
-			VADDPS(accm[gi], fi, fi)
-			VMOVUPS(fi, accm[gi])
-		}
-		ADDQ(U8(128), pc)
-		if q5 {
-			ADDQ(U8(32), ph)
-		}
-		ADDQ(U8(16), psm)
-		ADDQ(U8(4), pdm)
-		ADDQ(U32(1024), pa)
-		ADDQ(U8(16), pd)
-		ADDQ(U8(64), pbp)
-		if groups == 2 {
-			ADDQ(U8(16), pd1)
-			ADDQ(U8(64), pbp1)
-		}
-		DECQ(cnt)
-		JNZ(LabelRef(label))
-
-		// The tile's sums into o; the next tiles add to them.
-		po := Load(Param("o"), GP64())
-		for gi := 0; gi < groups; gi++ {
-			acc := XMM()
-			VMOVUPS(accm[gi], acc)
-			store(fmt.Sprintf("%s%d", label, gi), acc, po, addNow)
-			ADDQ(U8(16), po)
-		}
-		MOVQ(U32(1), addNow)
-		ADDQ(adj["codes"], pc)
-		ADDQ(adj["sm"], psm)
-		ADDQ(adj["dm"], pdm)
-		if q5 {
-			ADDQ(adj["high"], ph)
-		}
-		DECQ(tcnt)
-		JNZ(LabelRef(label + "_tile"))
-		Store(po, Param("o"))
+		kToksTail(kToksVars{label, groups, q5, dw, si, sm, accm, pc, ph, psm, pdm, pa, pd, pd1, pbp, pbp1, cnt, tcnt, addNow, adj})
 		nextGroups(groups, gcnt, []local{{pag, "ag"}, {pdg, "dg"}, {pbg, "bg"}})
 	}
 

@@ -1522,59 +1522,7 @@ func toksK(name string, q5 bool) {
 		VMOVDQU(idx01, idx)
 		dw := YMM()
 		VPERMPS(g.AsY(), idx, dw) // [d x4 | dmin x4]
-		for gi := 0; gi < groups; gi++ {
-			var pdi Register = pd
-			if gi == 1 {
-				pdi = pd1
-			}
-			w := YMM()
-			VBROADCASTF128(Mem{Base: pdi}, w)
-			VMULPS(dw, w, w) // [dd x4 | dmin*dx x4]
-			fi, fm := XMM(), XMM()
-			VCVTDQ2PS(si[gi], fi)
-			VCVTDQ2PS(sm[gi], fm)
-			VMULPS(w.AsX(), fi, fi)
-			h := XMM()
-			VEXTRACTF128(U8(1), w, h)
-			VMULPS(h, fm, fm)
-			VSUBPS(fm, fi, fi)
-			VADDPS(accm[gi], fi, fi)
-			VMOVUPS(fi, accm[gi])
-		}
-		ADDQ(U8(128), pc)
-		if q5 {
-			ADDQ(U8(32), ph)
-		}
-		ADDQ(U8(16), psm)
-		ADDQ(U8(4), pdm)
-		ADDQ(U32(1024), pa)
-		ADDQ(U8(16), pd)
-		ADDQ(U8(64), pbp)
-		if groups == 2 {
-			ADDQ(U8(16), pd1)
-			ADDQ(U8(64), pbp1)
-		}
-		DECQ(cnt)
-		JNZ(LabelRef(label))
-
-		// The tile's sums into o; the next tiles add to them.
-		po := Load(Param("o"), GP64())
-		for gi := 0; gi < groups; gi++ {
-			acc := XMM()
-			VMOVUPS(accm[gi], acc)
-			store(fmt.Sprintf("%s%d", label, gi), acc, po, addNow)
-			ADDQ(U8(16), po)
-		}
-		MOVQ(U32(1), addNow)
-		ADDQ(adj["codes"], pc)
-		ADDQ(adj["sm"], psm)
-		ADDQ(adj["dm"], pdm)
-		if q5 {
-			ADDQ(adj["high"], ph)
-		}
-		DECQ(tcnt)
-		JNZ(LabelRef(label + "_tile"))
-		Store(po, Param("o"))
+		kToksTail(kToksVars{label, groups, q5, dw, si, sm, accm, pc, ph, psm, pdm, pa, pd, pd1, pbp, pbp1, cnt, tcnt, addNow, adj})
 		for _, c := range []struct {
 			dst Mem
 			by  string
@@ -1623,6 +1571,86 @@ func toksK(name string, q5 bool) {
 }
 
 // toksQ6 writes the Q6_K token kernel, two groups per pass as toksK.
+// kToksVars are what kToksTail reads of a K-quant token kernel (toksK and
+// toksQ4Kx512): the superblock loop's label, the token groups, the
+// superblock's [d x4 | dmin x4] (dw), each group's integer sums, the
+// accumulators, the pointers and the loop counters.
+type kToksVars struct {
+	label                                    string
+	groups                                   int
+	q5                                       bool
+	dw                                       VecVirtual
+	si, sm                                   []VecVirtual
+	accm                                     []Mem
+	pc, ph, psm, pdm, pa, pd, pd1, pbp, pbp1 Register
+	cnt, tcnt, addNow                        Mem
+	adj                                      map[string]Mem
+}
+
+// kToksTail ends a superblock step of the K-quant token kernels, the same
+// float code for AVX2 and AVX-512: each group's sums scaled and added into
+// its accumulator, the pointers moved to the next superblock, the loop;
+// then the K-tile's sums stored or added into o and the pointers moved to
+// the next tile.
+func kToksTail(v kToksVars) {
+	label, groups, q5, dw, si, sm, accm := v.label, v.groups, v.q5, v.dw, v.si, v.sm, v.accm
+	pc, ph, psm, pdm, pa, pd, pd1, pbp, pbp1 := v.pc, v.ph, v.psm, v.pdm, v.pa, v.pd, v.pd1, v.pbp, v.pbp1
+	cnt, tcnt, addNow, adj := v.cnt, v.tcnt, v.addNow, v.adj
+	for gi := 0; gi < groups; gi++ {
+		var pdi Register = pd
+		if gi == 1 {
+			pdi = pd1
+		}
+		w := YMM()
+		VBROADCASTF128(Mem{Base: pdi}, w)
+		VMULPS(dw, w, w) // [dd x4 | dmin*dx x4]
+		fi, fm := XMM(), XMM()
+		VCVTDQ2PS(si[gi], fi)
+		VCVTDQ2PS(sm[gi], fm)
+		VMULPS(w.AsX(), fi, fi)
+		h := XMM()
+		VEXTRACTF128(U8(1), w, h)
+		VMULPS(h, fm, fm)
+		VSUBPS(fm, fi, fi)
+		VADDPS(accm[gi], fi, fi)
+		VMOVUPS(fi, accm[gi])
+	}
+	ADDQ(U8(128), pc)
+	if q5 {
+		ADDQ(U8(32), ph)
+	}
+	ADDQ(U8(16), psm)
+	ADDQ(U8(4), pdm)
+	ADDQ(U32(1024), pa)
+	ADDQ(U8(16), pd)
+	ADDQ(U8(64), pbp)
+	if groups == 2 {
+		ADDQ(U8(16), pd1)
+		ADDQ(U8(64), pbp1)
+	}
+	DECQ(cnt)
+	JNZ(LabelRef(label))
+
+	// The tile's sums into o; the next tiles add to them.
+	po := Load(Param("o"), GP64())
+	for gi := 0; gi < groups; gi++ {
+		acc := XMM()
+		VMOVUPS(accm[gi], acc)
+		store(fmt.Sprintf("%s%d", label, gi), acc, po, addNow)
+		ADDQ(U8(16), po)
+	}
+	MOVQ(U32(1), addNow)
+	ADDQ(adj["codes"], pc)
+	ADDQ(adj["sm"], psm)
+	ADDQ(adj["dm"], pdm)
+	if q5 {
+		ADDQ(adj["high"], ph)
+	}
+	DECQ(tcnt)
+	JNZ(LabelRef(label + "_tile"))
+	Store(po, Param("o"))
+}
+
 func toksQ6(name string) {
 	TEXT(name, NOSPLIT, "func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int)")
 	toksDoc(name, "dotQ6_K")
