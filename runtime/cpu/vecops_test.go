@@ -259,11 +259,13 @@ func TestVecKernelsDirect(t *testing.T) {
 	}
 }
 
-// TestVecOpsUseAVX2 checks that a build with the assembly kernels, on a
-// CPU with AVX2, F16C and FMA (the development machine), runs them: SIMD()
-// reports avx2, which is the condition vecops.go dispatches on. A noasm
-// build is recognised by its stub panicking.
-func TestVecOpsUseAVX2(t *testing.T) {
+// TestVecOpsUseBestLevel checks that a build with the assembly kernels, on
+// a CPU with AVX2, F16C and FMA, runs them: SIMD() reports the level the
+// dispatcher must choose for this CPU (avx512 with AVX-512 F, BW, VL and
+// VNNI, else avx2; asmOn, which vecops.go dispatches on, is true for both),
+// and the AVX2 vector op gives the right sum. A noasm build is recognised
+// by its stub panicking.
+func TestVecOpsUseBestLevel(t *testing.T) {
 	if !xcpu.X86.HasAVX2 || !xcpu.X86.HasF16C || !xcpu.X86.HasFMA {
 		t.Skip("this CPU lacks one of AVX2, F16C and FMA")
 	}
@@ -279,8 +281,15 @@ func TestVecOpsUseAVX2(t *testing.T) {
 	if !built() {
 		t.Skip("build without the assembly kernels")
 	}
-	if SIMD() != "avx2" {
-		t.Fatalf("SIMD() = %q on a CPU with AVX2, F16C and FMA, want avx2", SIMD())
+	// The dispatcher picks the best set this CPU runs: avx512 where
+	// AVX512F (which x/sys/cpu reports only when the OS saves the ZMM and
+	// opmask state), BW, VL and VNNI are all there, else avx2.
+	want := "avx2"
+	if xcpu.X86.HasAVX512F && xcpu.X86.HasAVX512BW && xcpu.X86.HasAVX512VL && xcpu.X86.HasAVX512VNNI {
+		want = "avx512"
+	}
+	if SIMD() != want {
+		t.Fatalf("SIMD() = %q on a CPU with AVX2, F16C and FMA (AVX-512 F/BW/VL/VNNI: %v), want %s", SIMD(), want == "avx512", want)
 	}
 	if got := dotF16AVX2(&a[0], &b[0], len(a)); got != 36 {
 		t.Fatalf("dotF16AVX2 of 1..8 with ones = %v, want 36", got)
