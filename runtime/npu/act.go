@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/runtime/npu/gemv"
 )
 
 // The activation stream (bo1 of a GEMV run).
@@ -33,54 +34,27 @@ import (
 // codes, exact in int32).
 
 // ActKind is the activation format a weight type pairs with.
-type ActKind uint8
+type ActKind = gemv.ActKind
 
 // The activation kinds.
 const (
-	ActF32 ActKind = iota
-	ActQ8_0
-	ActQ8_K
+	ActF32  = gemv.ActF32
+	ActQ8_0 = gemv.ActQ8_0
+	ActQ8_K = gemv.ActQ8_K
 )
 
 // ActKindOf returns the activation kind for weights of type t.
-func ActKindOf(t planar.Type) ActKind {
-	switch t {
-	case planar.Q4_0, planar.Q5_0, planar.Q8_0:
-		return ActQ8_0
-	case planar.Q4_K, planar.Q5_K, planar.Q6_K:
-		return ActQ8_K
-	}
-	return ActF32
-}
+func ActKindOf(t planar.Type) ActKind { return gemv.ActKindOf(t) }
 
-// ActLayout is the byte layout of one token's activations for K inputs.
-type ActLayout struct {
-	Kind   ActKind
-	K      int
-	Scales int // offset of the scales plane (Q8_0: f16 per 32, Q8_K: f32 per 256)
-	Sums   int // offset of the Q8_K bsums plane (int16 per 16)
-	Stride int // bytes per token, a multiple of 64
-}
+// ActLayout is the byte layout of one token's activations for K inputs
+// (gemv.Record: one activation object of the design per token and K-tile).
+type ActLayout = gemv.Record
 
 func align64(n int) int { return (n + 63) &^ 63 }
 
 // ActLayoutOf returns the activation layout for weights of type t with K
 // inputs (K a multiple of t's block size).
-func ActLayoutOf(t planar.Type, k int) ActLayout {
-	l := ActLayout{Kind: ActKindOf(t), K: k}
-	switch l.Kind {
-	case ActQ8_0:
-		l.Scales = align64(k)
-		l.Stride = l.Scales + align64(2*(k/32))
-	case ActQ8_K:
-		l.Scales = align64(k)
-		l.Sums = l.Scales + align64(4*(k/256))
-		l.Stride = l.Sums + align64(2*(k/16))
-	default:
-		l.Stride = align64(4 * k)
-	}
-	return l
-}
+func ActLayoutOf(t planar.Type, k int) ActLayout { return gemv.RecordOf(t, k) }
 
 // PutActs quantises the b tokens of x ([b][K]) for weights of type t into
 // dst, token i at dst[i*l.Stride:], where l = ActLayoutOf(t, K). Padding
