@@ -303,3 +303,11 @@ func Floats(b []byte) []float32 {
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
+
+// Factory makes the kernel of one slot: pieces of rows rows of K-tile t of
+// weights of type typ. GoModel is the Go model's; package sim has the
+// compiled kernel sources'.
+type Factory func(typ planar.Type, t, rows int) (Kernel, error)
+
+// GoModel is the Factory of the Go model.
+func GoModel(typ planar.Type, t, rows int) (Kernel, error) { return NewModel(typ, t, rows) }
