@@ -20,6 +20,7 @@ import (
 
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/npu/gemv"
+	"github.com/xdna-go/xdna/runtime/npu/txn"
 	"github.com/xdna-go/xdna/target"
 )
 
@@ -146,15 +147,8 @@ type Tile struct {
 
 func (t *Tile) String() string { return fmt.Sprintf("%s (%d,%d)", t.Kind, t.Col, t.Row) }
 
-// ShimMap is which shim channels and BDs the host's TXN streams drive
-// (columns are partition-relative; the BD ranges are the host's budget of
-// each shim tile's 16).
-type ShimMap struct {
-	WeightCh, WeightBD0, WeightBDs int // MM2S of every column: its weight run
-	ActCol, ActCh                  int // MM2S broadcasting the activation stream
-	HeaderBD, RecordBD0, RecordBDs int // on the activation channel
-	OutCh, OutBD0, OutBDs          int // S2MM of every column: its outputs
-}
+// ShimMap is which shim channels and BDs the host's TXN streams drive.
+type ShimMap = txn.ShimMap
 
 // Design is the physical dataflow of one kernel slot: a GEMV for weights
 // of Type in K-tiles of KTile on Target.

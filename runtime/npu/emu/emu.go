@@ -1,11 +1,13 @@
 // Package emu is an emulated NPU: an npu.Device that executes each run's
 // TXN instruction stream as the firmware would (exec.go: shim BDs, address
-// patches, queue pushes, syncs), gathers each column's input streams from
-// the exact bytes staged into its buffer objects as the shim DMAs move
-// them, and runs the GEMV kernel on every column (kernel.go, the Go model;
-// package sim, the AIE kernel sources compiled for the host), so that the
-// whole host path of package npu (ring, planner, streams, fallback) runs
-// and is tested without hardware.
+// patches, queue pushes, syncs) on an emulated AIE array running the
+// physical design the context's xclbin was compiled from (array.go,
+// dma.go, core.go: every tile's memory, locks and DMA channels, the stream
+// routes, each core's program calling the kernel: gemv.Model, the Go
+// model, or package sim, the AIE kernel sources compiled for the host), so
+// that the whole host path of package npu (ring, planner, streams,
+// fallback) runs and is tested without hardware, through the same design
+// the toolchain compiles.
 //
 // It is honest in the ways a real device is strict:
 //
@@ -38,41 +40,38 @@ import (
 
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/design"
+	"github.com/xdna-go/xdna/runtime/npu/gemv"
 	"github.com/xdna-go/xdna/runtime/npu/txn"
+	"github.com/xdna-go/xdna/target"
 	"github.com/xdna-go/xdna/xclbin"
 )
 
 // Config describes the emulated device.
 type Config struct {
-	Name        string  // default "emu"
-	Gen         txn.Gen // the TXN generation the firmware takes (default npu1)
-	Columns     int     // AIE columns a context may use (default 4)
-	MaxContexts int     // hardware contexts (default 6)
-	MaxInFlight int     // commands in flight per context (default 4)
-	// Kernels makes each context's column kernel (nil: the Go model,
-	// GoKernels; package sim compiles the AIE kernel sources instead).
-	Kernels KernelFactory
+	Name   string         // default "emu-" + the target's name
+	Target *target.Target // the NPU it emulates (default XDNA1): generation, columns, limits
+	// MaxContexts and MaxInFlight override the target's limits (0: the
+	// target's; tests lower them).
+	MaxContexts, MaxInFlight int
+	// Kernels makes each context's kernel (nil: the Go model, gemv.GoModel;
+	// package sim compiles the AIE kernel sources instead).
+	Kernels gemv.Factory
 }
 
 // XDNA1 is a Phoenix / Hawk Point NPU: 4 usable columns, 6 contexts.
-func XDNA1() Config {
-	return Config{Name: "emu-xdna1", Gen: txn.NPU1, Columns: 4, MaxContexts: 6, MaxInFlight: 4}
-}
+func XDNA1() Config { return Config{Target: target.XDNA1} }
 
 // XDNA2 is a Strix NPU: 8 columns, 16 contexts.
-func XDNA2() Config {
-	return Config{Name: "emu-xdna2", Gen: txn.NPU2, Columns: 8, MaxContexts: 16, MaxInFlight: 4}
-}
+func XDNA2() Config { return Config{Target: target.XDNA2} }
 
 // ForTarget returns the configuration for a target name, "xdna1" or "xdna2".
-func ForTarget(target string) (Config, error) {
-	switch target {
-	case "xdna1":
-		return XDNA1(), nil
-	case "xdna2":
-		return XDNA2(), nil
+func ForTarget(name string) (Config, error) {
+	t, err := target.ByName(name)
+	if err != nil {
+		return Config{}, fmt.Errorf("emu: %w", err)
 	}
-	return Config{}, fmt.Errorf("emu: unknown target %q (want xdna1 or xdna2)", target)
+	return Config{Target: t}, nil
 }
 
 // instrHeap is the device heap instruction buffers come from (AIE2_DEVM_SIZE).
@@ -107,9 +106,10 @@ var FaultNames = map[string]Fault{
 	"txn-length": FaultStreamLength, "txn-patch": FaultStreamPatch,
 }
 
-// corrupt returns a corrupted copy of a valid stream (one that does not
-// decode is returned as it is).
-func corrupt(f Fault, instr []byte) []byte {
+// corrupt returns a corrupted copy of a valid stream for a design whose
+// weight chains start at shim BD weightBD0 (one that does not decode is
+// returned as it is).
+func corrupt(f Fault, instr []byte, weightBD0 int) []byte {
 	b := bytes.Clone(instr)
 	switch f {
 	case FaultStreamOpcode:
@@ -130,7 +130,7 @@ ops:
 		switch {
 		case f == FaultStreamBD && op.Code == txn.OpBlockWrite && isBD:
 			op.Addr += uint32(txn.ShimBDs-id) * txn.ShimBDStride
-		case f == FaultStreamLength && op.Code == txn.OpBlockWrite && isBD && id == txn.WeightBD0:
+		case f == FaultStreamLength && op.Code == txn.OpBlockWrite && isBD && id == weightBD0:
 			op.Words[0] = 1<<30 - 1 // 4 GiB: past any buffer
 		case f == FaultStreamPatch && op.Code == txn.OpDDRPatch && isBD && word == 1:
 			op.Addr -= 4
@@ -158,7 +158,10 @@ type Counters struct {
 	Contexts        int       // hardware contexts created
 	Allocated       int64     // bytes of live buffer objects
 	AllocatedPeak   int64     // high-water mark of Allocated
-	Exec            ExecStats // what the executed streams held and moved
+	Exec            ExecStats // what the executed streams held and moved, on the arrays too
+	// Designs are the designs of the contexts, by slot name: their limits
+	// and use (Usage).
+	Designs []*design.Design
 }
 
 type bo struct {
@@ -172,11 +175,7 @@ type hwctx struct {
 	id       npu.Kernel
 	name     string
 	uuid     [16]byte
-	columns  int
-	typ      planar.Type // 0 with anyType: any format
-	anyType  bool
-	kTile    int // 0: any
-	kernel   ColumnKernel
+	array    *Array // the design the xclbin was compiled from, loaded
 	inflight int
 }
 
@@ -216,23 +215,20 @@ var _ npu.Device = (*Device)(nil)
 
 // New returns an emulated device with its execution queue running.
 func New(cfg Config) *Device {
+	if cfg.Target == nil {
+		cfg.Target = target.XDNA1
+	}
 	if cfg.Name == "" {
-		cfg.Name = "emu"
-	}
-	if cfg.Gen == 0 {
-		cfg.Gen = txn.NPU1
-	}
-	if cfg.Columns <= 0 {
-		cfg.Columns = cfg.Gen.Columns()
+		cfg.Name = "emu-" + cfg.Target.Name
 	}
 	if cfg.Kernels == nil {
-		cfg.Kernels = GoKernels
+		cfg.Kernels = gemv.GoModel
 	}
 	if cfg.MaxContexts <= 0 {
-		cfg.MaxContexts = 6
+		cfg.MaxContexts = cfg.Target.MaxContexts
 	}
 	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = 4
+		cfg.MaxInFlight = cfg.Target.MaxInFlight
 	}
 	d := &Device{
 		cfg: cfg, bos: map[npu.BO]*bo{}, runs: map[npu.Run]*run{}, faults: map[int64]Fault{},
@@ -246,7 +242,7 @@ func New(cfg Config) *Device {
 
 // Info describes the device.
 func (d *Device) Info() npu.Info {
-	return npu.Info{Name: d.cfg.Name, Gen: d.cfg.Gen, Columns: d.cfg.Columns, MaxContexts: d.cfg.MaxContexts, MaxInFlight: d.cfg.MaxInFlight}
+	return npu.Info{Name: d.cfg.Name, Gen: txn.Gen(d.cfg.Target.Gen), Columns: d.cfg.Target.Columns, MaxContexts: d.cfg.MaxContexts, MaxInFlight: d.cfg.MaxInFlight}
 }
 
 // Counters returns what the device has seen so far.
@@ -265,11 +261,12 @@ func (d *Device) InjectFault(dispatch int64, f Fault) {
 	d.faults[dispatch] = f
 }
 
-// LoadKernel parses the xclbin, finds the kernel and its AIE partition, and
-// creates a hardware context for it, or returns the context already made
-// for the same UUID and kernel. An xclbin made by XCLBin restricts the
-// context to its weight format and K-tile; any other NPU xclbin is taken to
-// implement the GEMV of whatever format its parameter headers name.
+// LoadKernel parses the xclbin, finds the kernel and its AIE partition,
+// builds the physical design its PDI was compiled from and loads it on an
+// emulated array (a context), or returns the context already made for the
+// same UUID and kernel. The emulator executes designs, not AIE machine
+// code: an xclbin's PDI must name its design (XCLBin's marker: the slot's
+// format and K-tile); any other is refused.
 func (d *Device) LoadKernel(data []byte, name string) (npu.Kernel, error) {
 	f, err := xclbin.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
@@ -286,31 +283,35 @@ func (d *Device) LoadKernel(data []byte, name string) (npu.Kernel, error) {
 	if err != nil {
 		return 0, fmt.Errorf("emu: load kernel %q: not an NPU xclbin: %w", name, err)
 	}
-	if part.ColumnWidth < 1 || int(part.ColumnWidth) > d.cfg.Columns {
-		return 0, fmt.Errorf("emu: load kernel %q: design is %d columns wide, device has %d", name, part.ColumnWidth, d.cfg.Columns)
+	tg := d.cfg.Target
+	if int(part.ColumnWidth) != tg.Columns {
+		return 0, fmt.Errorf("emu: load kernel %q: design is %d columns wide, the %s designs are %d", name, part.ColumnWidth, tg.Name, tg.Columns)
 	}
-	c := &hwctx{name: name, uuid: f.UUID, columns: int(part.ColumnWidth), anyType: true}
-	for _, p := range part.PDIs {
-		if typ, kt, ok, err := parseMarker(p.Image); err != nil {
-			return 0, fmt.Errorf("emu: load kernel %q: %w", name, err)
-		} else if ok {
-			c.typ, c.kTile, c.anyType = typ, kt, false
-		}
-	}
-	k, err := d.cfg.Kernels(c.typ, c.kTile)
+	dsn, err := DesignOf(part.PDIs, tg)
 	if err != nil {
 		return 0, fmt.Errorf("emu: load kernel %q: %w", name, err)
 	}
-	c.kernel = k
+	d.mu.Lock()
+	for _, x := range d.ctxs {
+		if x.uuid == f.UUID && x.name == name {
+			d.mu.Unlock()
+			return x.id, nil
+		}
+	}
+	d.mu.Unlock()
+	k, err := d.cfg.Kernels(dsn.Type, dsn.KTile, dsn.Rows)
+	if err != nil {
+		return 0, fmt.Errorf("emu: load kernel %q: %w", name, err)
+	}
+	arr, err := NewArray(dsn, k)
+	if err != nil {
+		return 0, fmt.Errorf("emu: load kernel %q: %w", name, err)
+	}
+	c := &hwctx{name: name, uuid: f.UUID, array: arr}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return 0, npu.ErrClosed
-	}
-	for _, x := range d.ctxs {
-		if x.uuid == c.uuid && x.name == name {
-			return x.id, nil
-		}
 	}
 	if len(d.ctxs) >= d.cfg.MaxContexts {
 		return 0, fmt.Errorf("emu: load kernel %q: %w (%d contexts)", name, npu.ErrContextLimit, d.cfg.MaxContexts)
@@ -318,7 +319,23 @@ func (d *Device) LoadKernel(data []byte, name string) (npu.Kernel, error) {
 	c.id = npu.Kernel(len(d.ctxs) + 1)
 	d.ctxs = append(d.ctxs, c)
 	d.c.Contexts = len(d.ctxs)
+	d.c.Designs = append(d.c.Designs, dsn)
 	return c.id, nil
+}
+
+// DesignOf returns the design on target t that the PDIs of an xclbin made
+// by XCLBin name.
+func DesignOf(pdis []xclbin.PartitionPDI, t *target.Target) (*design.Design, error) {
+	for _, p := range pdis {
+		typ, kt, ok, err := parseMarker(p.Image)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return design.New(t, typ, kt)
+		}
+	}
+	return nil, fmt.Errorf("no PDI names the design it was compiled from (the emulator runs designs, not AIE code: use an xclbin made by emu.XCLBin)")
 }
 
 // Alloc allocates a buffer object; instruction buffers come from a 64 MiB
@@ -558,10 +575,11 @@ func (d *Device) execute(r *run) error {
 		args[i] = b.dev
 	}
 	instr := r.instr.dev[:4*r.words]
+	arr := r.ctx.array
 	if r.fault >= faultStream {
-		instr = corrupt(r.fault, instr)
+		instr = corrupt(r.fault, instr, arr.Design().Shim.WeightBD0)
 	}
-	st, err := Execute(instr, args, ExecConfig{Gen: d.cfg.Gen, Columns: r.ctx.columns, Kernel: r.ctx.kernel, Words: r.words})
+	st, err := arr.Execute(instr, args, r.words)
 	d.mu.Lock()
 	d.c.Exec.Add(st)
 	d.mu.Unlock()
@@ -583,7 +601,7 @@ func XCLBin(typ planar.Type, kTile, columns int) ([]byte, error) {
 	if kTile <= 0 || kTile%f.Block != 0 {
 		return nil, fmt.Errorf("emu: k-tile %d for %s blocks of %d", kTile, typ, f.Block)
 	}
-	if columns < 1 || columns > npu.MaxColumns {
+	if columns < 1 || columns > target.MaxColumns {
 		return nil, fmt.Errorf("emu: %d columns", columns)
 	}
 	pdi := fmt.Sprintf("%s%s k%d c%d\n", markerPrefix, f.Name, kTile, columns)

@@ -13,41 +13,129 @@ import (
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/design"
 	"github.com/xdna-go/xdna/runtime/npu/txn"
+	"github.com/xdna-go/xdna/target"
 	"github.com/xdna-go/xdna/xclbin"
 )
 
-// rig is one Q8_0 matrix staged by hand on an emulated device, without the
-// Backend: the tests below drive the Device directly with streams built by
-// txn.GEMV.
+// rig is one Q8_0 matrix staged by hand on an emulated XDNA1 device,
+// without the Backend: the tests below drive the Device directly with
+// streams built by txn.GEMV, staging what the design says each stream
+// holds (an independent reading of design.Design's contract).
 type rig struct {
 	d                   *Device
 	k                   npu.Kernel
+	dsn                 *design.Design
 	g                   planar.Geometry
 	m                   *cpu.Matrix
 	x                   []float32
 	ins, w, act, out    npu.BO
-	p                   npu.Params
+	h                   design.Header
 	gv                  txn.GEMV
 	words               int
 	wHost, aHost, iHost []byte
+	outOff              []int // each column's outputs in bo2
 }
 
-func newRig(t *testing.T) *rig {
-	t.Helper()
-	rng := rand.New(rand.NewPCG(1, 1))
-	g := planar.Geometry{Type: planar.Q8_0, N: 10, K: 128, Columns: 2, KTile: 64}
+// dispatch is what the host sends for one dispatch of a matrix on a
+// design, staged as design.Design says each stream holds it: the weight
+// runs (bo0), the header object and records (bo1), the outputs' size
+// (bo2), the stream's placement, and where each column's outputs are.
+type dispatch struct {
+	w, act []byte
+	outLen int
+	gv     txn.GEMV
+	h      design.Header
+	outOff []int
+}
+
+// hostDispatch stages tokens tokens of x (tokens x K) against blob (of
+// geometry g) for design d in one dispatch of all its K-tiles.
+func hostDispatch(d *design.Design, g planar.Geometry, blob []byte, x []float32, tokens int) *dispatch {
+	var rows []int
+	for c := 0; c < g.Columns; c++ {
+		_, n := g.GroupRows(c)
+		rows = append(rows, n)
+	}
+	p := &dispatch{h: d.NewHeader(g.Tiles(), tokens, rows)}
+	rec, pb := d.RecordBytes(), d.PieceBytes()
+	p.gv = txn.GEMV{Gen: txn.Gen(d.Target.Gen), Map: d.Shim, Header: txn.Range{Bytes: rec},
+		Records: txn.Range{Off: rec, Bytes: rec * g.Tiles() * tokens}, Replays: p.h.Blocks}
+	for c := range rows {
+		start := len(p.w)
+		for b := 0; b < d.Blocks(rows[c]); b++ {
+			for tl := 0; tl < g.Tiles(); tl++ {
+				for k := 0; k < d.Cores(); k++ {
+					r0 := b*d.BlockRows() + k*d.Rows
+					piece := make([]byte, pb)
+					d.Piece.Pack(piece, g, blob, c, tl, r0, max(0, min(d.Rows, rows[c]-r0)))
+					p.w = append(p.w, piece...)
+				}
+			}
+		}
+		n := 4 * d.Blocks(rows[c]) * tokens * d.BlockRows()
+		p.gv.Weights = append(p.gv.Weights, txn.Range{Off: start, Bytes: len(p.w) - start})
+		p.gv.Outs = append(p.gv.Outs, txn.Range{Off: p.outLen, Bytes: n})
+		p.outOff = append(p.outOff, p.outLen)
+		p.outLen += n
+	}
+	p.act = make([]byte, rec*(1+g.Tiles()*tokens))
+	p.h.Put(p.act[:rec])
+	o := rec
+	for tl := 0; tl < g.Tiles(); tl++ {
+		for t := 0; t < tokens; t++ {
+			k0 := t*g.K + tl*g.KTile
+			npu.PutActs(g.Type, x[k0:k0+g.KTile], 1, g.KTile, p.act[o:o+rec])
+			o += rec
+		}
+	}
+	return p
+}
+
+// gather reads y (tokens x N) from the outputs: per column, per row block,
+// per token, the block's rows.
+func (p *dispatch) gather(d *design.Design, g planar.Geometry, out []byte, tokens int) []float32 {
+	y := make([]float32, tokens*g.N)
+	for c := 0; c < g.Columns; c++ {
+		first, n := g.GroupRows(c)
+		o := p.outOff[c]
+		for r0 := 0; r0 < n; r0 += d.BlockRows() {
+			for t := 0; t < tokens; t++ {
+				for i := 0; i < min(d.BlockRows(), n-r0); i++ {
+					y[t*g.N+first+r0+i] = math.Float32frombits(binary.LittleEndian.Uint32(out[o+4*i:]))
+				}
+				o += 4 * d.BlockRows()
+			}
+		}
+	}
+	return y
+}
+
+// randomMatrix packs an N x K matrix of g's type with random codes and
+// small finite scales.
+func randomMatrix(t testing.TB, rng *rand.Rand, g planar.Geometry) []byte {
 	src := make([]byte, g.SourceBytes())
 	for i := range src {
 		src[i] = byte(rng.Uint32())
 	}
-	for o := 0; o < len(src); o += 34 {
+	bs, bb := g.Type.BlockSize(), g.Type.RowBytes(g.Type.BlockSize())
+	_ = bs
+	for o := 0; o < len(src); o += bb {
 		binary.LittleEndian.PutUint16(src[o:], planar.F32ToF16(0.01))
 	}
 	blob := make([]byte, g.Size())
 	if err := planar.Pack(g, src, blob); err != nil {
 		t.Fatal(err)
 	}
+	return blob
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 1))
+	g := planar.Geometry{Type: planar.Q8_0, N: 150, K: 128, Columns: 2, KTile: 64}
+	blob := randomMatrix(t, rng, g)
 	r := &rig{d: New(XDNA1()), g: g, m: &cpu.Matrix{G: g, Blob: blob}}
 	t.Cleanup(func() { r.d.Close() })
 	x, err := XCLBin(planar.Q8_0, 64, 4)
@@ -57,12 +145,15 @@ func newRig(t *testing.T) *rig {
 	if r.k, err = r.d.LoadKernel(x, xclbin.NPUKernel); err != nil {
 		t.Fatal(err)
 	}
-	var rows []int
-	for c := 0; c < g.Columns; c++ {
-		_, n := g.GroupRows(c)
-		rows = append(rows, n)
+	if r.dsn, err = design.New(target.XDNA1, planar.Q8_0, 64); err != nil {
+		t.Fatal(err)
 	}
-	r.p = npu.NewParams(g.Type, g.KTile, g.Tiles(), 1, rows)
+	r.x = make([]float32, g.K)
+	for i := range r.x {
+		r.x[i] = float32(rng.NormFloat64())
+	}
+	p := hostDispatch(r.dsn, g, blob, r.x, 1)
+	r.h, r.gv, r.outOff = p.h, p.gv, p.outOff
 	alloc := func(kind npu.BOKind, n int) (npu.BO, []byte) {
 		h, err := r.d.Alloc(kind, n)
 		if err != nil {
@@ -72,27 +163,11 @@ func newRig(t *testing.T) *rig {
 		return h, m
 	}
 	r.ins, r.iHost = alloc(npu.BOInstr, 4096)
-	r.w, r.wHost = alloc(npu.BOData, g.Size())
-	r.act, r.aHost = alloc(npu.BOData, npu.ParamsBytes+r.p.ActBytes())
-	r.out, _ = alloc(npu.BOData, 4*g.N)
-	// Fewer rows than a row chunk: a group's planar run is already in the
-	// kernel's order (row chunk, tile, plane), so the blob is the chunk.
-	copy(r.wHost, blob)
-	r.x = make([]float32, g.K)
-	for i := range r.x {
-		r.x[i] = float32(rng.NormFloat64())
-	}
-	r.p.Put(r.aHost)
-	rec := r.p.RecordBytes()
-	for i := 0; i < g.Tiles(); i++ {
-		npu.PutActs(g.Type, r.x[64*i:64*i+64], 1, 64, r.aHost[npu.ParamsBytes+i*rec:])
-	}
-	r.gv = txn.GEMV{Gen: txn.NPU1, Header: 0, Records: txn.Range{Off: npu.ParamsBytes, Bytes: r.p.ActBytes()}, RowChunks: 1}
-	for c := 0; c < g.Columns; c++ {
-		first, _ := g.GroupRows(c)
-		r.gv.Weights = append(r.gv.Weights, txn.Range{Off: g.GroupOffset(c), Bytes: r.p.WeightBytes(c)})
-		r.gv.Outs = append(r.gv.Outs, txn.Range{Off: 4 * first, Bytes: r.p.OutBytes(c)})
-	}
+	r.w, r.wHost = alloc(npu.BOData, len(p.w))
+	r.act, r.aHost = alloc(npu.BOData, len(p.act))
+	r.out, _ = alloc(npu.BOData, p.outLen)
+	copy(r.wHost, p.w)
+	copy(r.aHost, p.act)
 	r.encode(t, &r.gv)
 	return r
 }
@@ -131,13 +206,22 @@ func (r *rig) run(t *testing.T) error {
 
 func (r *rig) y(t *testing.T) []float32 {
 	t.Helper()
-	if err := r.d.Sync(r.out, npu.FromDevice, 0, 4*r.g.N); err != nil {
+	if err := r.d.Sync(r.out, npu.FromDevice, 0, r.size(r.out)); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := r.d.Map(r.out)
+	return r.gather(m)
+}
+
+// gather reads y from the columns' outputs (one token: per row block, the
+// block's rows in order).
+func (r *rig) gather(out []byte) []float32 {
 	y := make([]float32, r.g.N)
-	for i := range y {
-		y[i] = math.Float32frombits(binary.LittleEndian.Uint32(m[4*i:]))
+	for c := 0; c < r.g.Columns; c++ {
+		first, n := r.g.GroupRows(c)
+		for i := 0; i < n; i++ {
+			y[first+i] = math.Float32frombits(binary.LittleEndian.Uint32(out[r.outOff[c]+4*i:]))
+		}
 	}
 	return y
 }
@@ -150,7 +234,7 @@ func TestReadsOnlyStagedBytes(t *testing.T) {
 	if err := r.d.Sync(r.ins, npu.ToDevice, 0, 4096); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.d.Sync(r.act, npu.ToDevice, 0, npu.ParamsBytes); err != nil {
+	if err := r.d.Sync(r.act, npu.ToDevice, 0, r.dsn.RecordBytes()); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.run(t); err != nil {
@@ -158,7 +242,7 @@ func TestReadsOnlyStagedBytes(t *testing.T) {
 	}
 	for i, v := range r.y(t) {
 		if v != 0 {
-			t.Fatalf("unsynced weights: y[%d] = %v, want 0", i, v)
+			t.Fatalf("unsynced weights and records: y[%d] = %v, want 0", i, v)
 		}
 	}
 	r.syncIn(t)
@@ -192,17 +276,18 @@ func TestRunChecks(t *testing.T) {
 	if _, err := r.d.Run(9, npu.OpcodeTxn, r.ins, r.words, r.w, r.act, r.out); !errors.Is(err, npu.ErrHandle) {
 		t.Errorf("bad kernel: %v", err)
 	}
-	// A header naming Q4_0: the kernel is a Q8_0 GEMV.
-	p := r.p
-	p.Type = planar.Q4_0
-	p.Put(r.aHost)
-	r.d.Sync(r.act, npu.ToDevice, 0, npu.ParamsBytes)
+	// A header naming Q4_0: the design is a Q8_0 GEMV; its cores check.
+	rec := r.dsn.RecordBytes()
+	bad := r.h
+	bad.Type = planar.Q4_0
+	bad.Put(r.aHost[:rec])
+	r.d.Sync(r.act, npu.ToDevice, 0, rec)
 	var re *npu.RunError
-	if err := r.run(t); !errors.As(err, &re) || re.State != npu.StateError || !strings.Contains(re.Msg, "Q8_0 GEMV") {
-		t.Errorf("wrong format: %v, want ERROR naming the kernel", err)
+	if err := r.run(t); !errors.As(err, &re) || re.State != npu.StateError || !strings.Contains(re.Msg, "header type is 2") {
+		t.Errorf("wrong format: %v, want ERROR naming the header's type", err)
 	}
-	r.p.Put(r.aHost)
-	r.d.Sync(r.act, npu.ToDevice, 0, npu.ParamsBytes)
+	r.h.Put(r.aHost[:rec])
+	r.d.Sync(r.act, npu.ToDevice, 0, rec)
 	// An instruction count that is not the stream's.
 	h, err := r.d.Run(r.k, npu.OpcodeTxn, r.ins, r.words+1, r.w, r.act, r.out)
 	if err != nil {
@@ -251,10 +336,10 @@ func TestHangAndBusy(t *testing.T) {
 // TestLoadKernel: bad xclbins, missing kernels, designs wider than the
 // device, dedupe by UUID, and the context limit.
 func TestLoadKernel(t *testing.T) {
-	d := New(Config{Columns: 4, MaxContexts: 2})
+	d := New(Config{Target: target.XDNA1, MaxContexts: 2})
 	defer d.Close()
-	x4, _ := XCLBin(planar.Q4_0, 32, 4)
-	x8, _ := XCLBin(planar.Q4_0, 32, 8)
+	x4, _ := XCLBin(planar.Q4_0, 128, 4)
+	x8, _ := XCLBin(planar.Q4_0, 128, 8)
 	if _, err := d.LoadKernel([]byte("xclbin2\x00garbage"), "MLIR_AIE"); err == nil {
 		t.Error("garbage: no error")
 	}
@@ -282,8 +367,8 @@ func TestLoadKernel(t *testing.T) {
 	if c := d.Counters(); c.Contexts != 2 {
 		t.Errorf("%d contexts", c.Contexts)
 	}
-	// An xclbin without the emulator's marker (a real mlir-aie one) is
-	// accepted for any format.
+	// An xclbin without the emulator's marker (a real mlir-aie one): the
+	// emulator runs designs, not AIE code, and says so.
 	var uuid [16]byte
 	uuid[0] = 7
 	real, err := xclbin.NewNPU("MLIR_AIE", uuid, []byte("PDI bytes"), 4).Marshal()
@@ -292,10 +377,16 @@ func TestLoadKernel(t *testing.T) {
 	}
 	d2 := New(XDNA1())
 	defer d2.Close()
-	if _, err := d2.LoadKernel(real, "MLIR_AIE"); err != nil {
-		t.Errorf("mlir-aie-shaped xclbin: %v", err)
+	if _, err := d2.LoadKernel(real, "MLIR_AIE"); err == nil || !strings.Contains(err.Error(), "names the design") {
+		t.Errorf("mlir-aie-shaped xclbin: %v, want a refusal naming the missing design", err)
 	}
-	if b, _ := XCLBin(planar.Q4_0, 32, 4); string(b) != string(x4) {
+	// A design the hardware could not hold (a K-tile whose pieces overflow
+	// a core's memory) is refused at load, naming the tile.
+	big, _ := XCLBin(planar.Q4_0, 4096, 4)
+	if _, err := d2.LoadKernel(big, "MLIR_AIE"); !errors.Is(err, design.ErrDesign) || !strings.Contains(err.Error(), "memtile (0,1)") {
+		t.Errorf("oversized design: %v, want ErrDesign naming the tile", err)
+	}
+	if b, _ := XCLBin(planar.Q4_0, 128, 4); string(b) != string(x4) {
 		t.Error("XCLBin is not deterministic")
 	}
 }

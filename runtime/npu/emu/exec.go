@@ -3,45 +3,21 @@ package emu
 import (
 	"errors"
 	"fmt"
-	"sync"
 
-	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/runtime/npu/design"
 	"github.com/xdna-go/xdna/runtime/npu/txn"
+	"github.com/xdna-go/xdna/target"
 )
-
-// ColumnKernel is what the cores of one column compute in a dispatch: from
-// the column's weight stream and the broadcast activation stream (the
-// parameter header first) it writes the column's output stream into out,
-// which is sized by the column's S2MM descriptors (nil when the stream
-// drains none), and returns the bytes it produced. A column with no rows
-// in the header produces nothing. The Go model (kernel.go) and the AIE
-// kernel sources compiled for the host (package sim) implement it.
-type ColumnKernel interface {
-	RunColumn(col int, weights, acts, out []byte) (int, error)
-}
-
-// KernelFactory makes the kernel of a GEMV xclbin for weights of type typ
-// in K-tiles of kTile; typ 0 with kTile 0 asks for a kernel of any format.
-type KernelFactory func(typ planar.Type, kTile int) (ColumnKernel, error)
-
-// ExecConfig is the device and design a stream executes on.
-type ExecConfig struct {
-	Gen     txn.Gen
-	Columns int          // the design's width (AIE_PARTITION column_width), <= Gen.Columns()
-	Kernel  ColumnKernel // what each column's cores compute
-	Words   int          // the run's instruction count in words (0: not checked)
-}
 
 // ExecStats counts what a stream did.
 type ExecStats struct {
-	Ops, Words       int
-	BDs, Patches     int // BD writes and address patches
-	Pushes, Syncs    int
-	WeightBytes      int64 // moved by MM2S channel 0 of the columns
-	ActBytes         int64 // moved by the broadcast channel, repeats included
-	OutBytes         int64 // written by the S2MM channels
-	KernelColumns    int   // columns whose kernel ran
-	StreamingColumns int   // columns that streamed weights
+	Ops, Words    int
+	BDs, Patches  int // BD writes and address patches
+	Pushes, Syncs int
+	WeightBytes   int64 // moved by the weight channels of the shims
+	ActBytes      int64 // moved by the activation channel, repeats included
+	OutBytes      int64 // written by the output channels
+	Array         ArrayStats
 }
 
 // Add adds o's counts to s.
@@ -55,8 +31,7 @@ func (s *ExecStats) Add(o ExecStats) {
 	s.WeightBytes += o.WeightBytes
 	s.ActBytes += o.ActBytes
 	s.OutBytes += o.OutBytes
-	s.KernelColumns += o.KernelColumns
-	s.StreamingColumns += o.StreamingColumns
+	s.Array.Add(o.Array)
 }
 
 // ErrDevice is matched by every *DeviceError.
@@ -69,6 +44,7 @@ type DeviceError struct {
 	Op   int
 	Name string
 	Msg  string
+	Err  error // the array's error behind it (a *DeadlockError, ...), if any
 }
 
 func (e *DeviceError) Error() string {
@@ -83,6 +59,9 @@ func (e *DeviceError) Error() string {
 
 // Is makes a DeviceError match ErrDevice.
 func (e *DeviceError) Is(target error) bool { return target == ErrDevice }
+
+// Unwrap returns the array's error behind the refusal.
+func (e *DeviceError) Unwrap() error { return e.Err }
 
 // argBase is where the emulator "maps" buffer argument i: (i+1) << 40, so
 // that an address names its argument and its offset (48-bit addresses, as
@@ -103,105 +82,126 @@ type shimTile struct {
 	regs    [txn.ShimBDs][txn.ShimBDWords]uint32
 	written [txn.ShimBDs]bool // written by this stream
 	patched [txn.ShimBDs]bool // word 1 holds a patched argument address
-	mm2s    [txn.ShimChannels][]byte
-	s2mm    [txn.ShimChannels]*dest
-	ran     bool
-	synced  bool
-}
-
-type seg struct {
-	arg, off, n int
-}
-
-type dest struct {
-	segs  []seg
-	bytes int
-	token bool
-	op    int
 }
 
 type machine struct {
-	cfg      ExecConfig
-	args     [][]byte
-	tiles    []shimTile
-	st       ExecStats
-	op       int
-	name     string
-	launched bool
-	results  []result // per column, computed ahead by launch
-}
-
-// result is a column kernel's run, computed ahead of its sync.
-type result struct {
-	d   *dest
-	out []byte
-	n   int
-	err error
+	a     *Array
+	words int
+	tiles []shimTile
+	st    ExecStats
+	op    int
+	name  string
 }
 
 func (m *machine) fail(format string, args ...any) error {
 	return &DeviceError{Op: m.op, Name: m.name, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Execute runs one TXN stream as the NPU firmware and the GEMV design would,
+// failErr is fail for an error of the array, which it wraps.
+func (m *machine) failErr(err error) error {
+	return &DeviceError{Op: m.op, Name: m.name, Msg: err.Error(), Err: err}
+}
+
+// Execute runs one TXN stream as the NPU firmware would on the array,
 // against the data buffers args (args[i] is buffer argument i, the device
 // view of bo<i>): it decodes the stream, keeps every shim BD's registers,
-// applies the address patches, gathers each column's input streams from
-// the buffers exactly as the DMA moves them (lengths, strides, wraps,
-// repeats, BD chains), runs cfg.Kernel on every column of the design, and
-// writes each column's outputs through its S2MM descriptors when the
-// stream waits for their token. What the hardware refuses, or a stream
-// that would hang or move bytes outside a buffer, is a *DeviceError naming
-// the op; nothing is written to a buffer before the op that writes it.
-func Execute(stream []byte, args [][]byte, cfg ExecConfig) (ExecStats, error) {
-	m := &machine{cfg: cfg, args: args, op: -1, name: "header"}
+// applies the address patches, queues each push on its shim channel (whose
+// bytes the array then moves through the design's routes, memory tiles and
+// cores), and at each sync runs the array until the awaited channel's task
+// has issued its token. At the end it lets the array come to rest and
+// checks that it did (Array.quiesce). What the hardware refuses, or a
+// stream on which it would hang or move bytes outside a buffer, is a
+// *DeviceError naming the op, or a *DeadlockError; after any error the
+// context is reloaded, as the firmware resets a context that failed.
+func (a *Array) Execute(stream []byte, args [][]byte, words int) (ExecStats, error) {
+	before := a.Stats()
+	m := &machine{a: a, words: words, op: -1, name: "header"}
+	a.args = args
+	err := m.execute(stream)
+	for _, c := range a.chans {
+		if c.shim {
+			if c.port.Dir == design.MM2S && c.port.Ch == a.d.Shim.ActCh && c.port.Col == a.d.Shim.ActCol {
+				m.st.ActBytes += c.moved
+			} else if c.port.Dir == design.MM2S {
+				m.st.WeightBytes += c.moved
+			} else {
+				m.st.OutBytes += c.moved
+			}
+			c.moved = 0
+		}
+	}
+	after := a.Stats()
+	m.st.Array = diffStats(after, before)
+	a.args = nil
+	if err != nil {
+		if rerr := a.load(a.d, a.kernel); rerr != nil {
+			return m.st, fmt.Errorf("%w (and reloading the design failed: %v)", err, rerr)
+		}
+		return m.st, err
+	}
+	a.st.Dispatches++
+	m.st.Array.Dispatches = 1
+	return m.st, nil
+}
+
+func diffStats(a, b ArrayStats) ArrayStats {
+	d := newArrayStats()
+	for k, v := range a.Written {
+		d.Written[k] = v - b.Written[k]
+	}
+	for k, v := range a.Read {
+		d.Read[k] = v - b.Read[k]
+	}
+	for k, v := range a.LockOps {
+		d.LockOps[k] = v - b.LockOps[k]
+	}
+	d.Calls = a.Calls - b.Calls
+	return d
+}
+
+func (m *machine) execute(stream []byte) error {
+	a := m.a
+	gen := txn.Gen(a.d.Target.Gen)
 	s, err := txn.Decode(stream)
 	if err != nil {
 		var fe *txn.FormatError
 		if errors.As(err, &fe) {
 			m.op, m.name = fe.Op, "decode"
-			return m.st, m.fail("at byte %d: %s", fe.Offset, fe.Msg)
+			return m.fail("at byte %d: %s", fe.Offset, fe.Msg)
 		}
-		return m.st, m.fail("%v", err)
+		return m.fail("%v", err)
 	}
 	h := s.Header
 	switch {
 	case h.Version != txn.V01:
-		return m.st, m.fail("version 1.0 (compact) stream: the device takes version 0.1")
-	case h.DevGen != cfg.Gen:
-		return m.st, m.fail("devGen %d: a stream for %v, the device is %v", h.DevGen, h.DevGen, cfg.Gen)
+		return m.fail("version 1.0 (compact) stream: the device takes version 0.1")
+	case h.DevGen != gen:
+		return m.fail("devGen %d: a stream for %v, the device is %v", h.DevGen, h.DevGen, gen)
 	case h.NumRows != txn.Rows:
-		return m.st, m.fail("%d rows, %v has %d", h.NumRows, cfg.Gen, txn.Rows)
-	case h.NumCols < 1 || int(h.NumCols) > cfg.Gen.Columns():
-		return m.st, m.fail("%d columns, %v has %d", h.NumCols, cfg.Gen, cfg.Gen.Columns())
-	case cfg.Words > 0 && cfg.Words != int(h.Size/4):
-		return m.st, m.fail("the run passed %d instruction words, the header says %d bytes (%d words)", cfg.Words, h.Size, h.Size/4)
+		return m.fail("%d rows, %v has %d", h.NumRows, gen, txn.Rows)
+	case h.NumCols < 1 || int(h.NumCols) > gen.Columns():
+		return m.fail("%d columns, %v has %d", h.NumCols, gen, gen.Columns())
+	case m.words > 0 && m.words != int(h.Size/4):
+		return m.fail("the run passed %d instruction words, the header says %d bytes (%d words)", m.words, h.Size, h.Size/4)
 	}
-	m.tiles = make([]shimTile, cfg.Columns)
+	m.tiles = make([]shimTile, a.d.Columns)
 	m.st.Words, m.st.Ops = int(h.Size/4), len(s.Ops)
 	for i := range s.Ops {
 		m.op, m.name = i, s.Ops[i].Name()
 		if err := m.exec(&s.Ops[i], int(h.NumCols)); err != nil {
-			return m.st, err
+			return err
 		}
 	}
 	m.op, m.name = -1, "end of stream"
-	for c := range m.tiles {
-		t := &m.tiles[c]
-		for ch, d := range t.s2mm {
-			if d != nil {
-				return m.st, m.fail("column %d S2MM channel %d: the transfer pushed by op %d is never waited for", c, ch, d.op)
-			}
-		}
-		if !t.ran {
-			// Every column of the design receives the broadcast and runs;
-			// one with rows must have had its outputs drained.
-			if err := m.runKernel(c, nil); err != nil {
-				return m.st, err
-			}
+	for _, c := range a.chans {
+		if c.shim && c.port.Dir == design.S2MM && (len(c.tasks) > 0 || c.tokens > 0) {
+			return m.fail("%v: a transfer pushed by this stream is never waited for", c)
 		}
 	}
-	return m.st, nil
+	if err := a.quiesce(); err != nil {
+		return m.failErr(err)
+	}
+	return nil
 }
 
 func (m *machine) exec(op *txn.Op, numCols int) error {
@@ -235,6 +235,9 @@ func (m *machine) exec(op *txn.Op, numCols int) error {
 		}
 		t := &m.tiles[col]
 		for k := 0; k < n; k++ {
+			if err := m.inUse(col, id+k); err != nil {
+				return err
+			}
 			copy(t.regs[id+k][:], op.Words[k*txn.ShimBDWords:])
 			t.written[id+k], t.patched[id+k] = true, false
 			m.st.BDs++
@@ -248,6 +251,25 @@ func (m *machine) exec(op *txn.Op, numCols int) error {
 	return m.fail("%s is not part of a GEMV runtime sequence", op.Name())
 }
 
+// inUse fails if shim BD id of col belongs to a task that has not finished:
+// the channel reads a BD when it reaches it, so rewriting it changes a
+// transfer in flight.
+func (m *machine) inUse(col, id int) error {
+	for _, c := range m.a.chans {
+		if !c.shim || c.port.Col != col {
+			continue
+		}
+		for _, t := range c.tasks {
+			for _, b := range t.bds {
+				if b == id {
+					return m.fail("shim BD %d of column %d rewritten while the task pushed by op %d on %v still uses it", id, col, t.op, c)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 func isCtrl(off uint32) bool {
 	return off >= txn.ShimCtrlBase && off <= txn.ShimCtrlBase+0x18 && (off-txn.ShimCtrlBase)%8 == 0
 }
@@ -256,9 +278,9 @@ func isCtrl(off uint32) bool {
 func (m *machine) tile(a uint32, numCols int) error {
 	col, row, off := txn.SplitAddr(a)
 	switch {
-	case col >= numCols || col >= m.cfg.Columns:
-		return m.fail("register %#x: column %d outside the %d-column design (header: %d)", a, col, m.cfg.Columns, numCols)
-	case row != 0:
+	case col >= numCols || col >= m.a.d.Columns:
+		return m.fail("register %#x: column %d outside the %d-column design (header: %d)", a, col, m.a.d.Columns, numCols)
+	case row != target.ShimRow:
 		return m.fail("register %#x: row %d offset %#x: the GEMV design's sequence writes only shim tiles (row 0); memtile and core state come from the PDI", a, row, off)
 	}
 	return nil
@@ -270,6 +292,9 @@ func (m *machine) write(a, v uint32, numCols int) error {
 	}
 	col, _, off := txn.SplitAddr(a)
 	if _, id, word, ok := txn.ShimBDAt(a); ok {
+		if err := m.inUse(col, id); err != nil {
+			return err
+		}
 		t := &m.tiles[col]
 		t.regs[id][word] = v
 		t.written[id] = true
@@ -322,11 +347,11 @@ func (m *machine) patch(op *txn.Op, numCols int) error {
 		}
 		plus -= ddrAperture
 	}
-	if op.ArgIdx >= uint64(len(m.args)) {
-		return m.fail("arg_idx %d: the run passed %d buffers", op.ArgIdx, len(m.args))
+	if op.ArgIdx >= uint64(len(m.a.args)) {
+		return m.fail("arg_idx %d: the run passed %d buffers", op.ArgIdx, len(m.a.args))
 	}
-	if plus%4 != 0 || plus > uint64(len(m.args[op.ArgIdx])) {
-		return m.fail("arg_plus %#x: outside bo%d of %d bytes or not 4-byte aligned", op.ArgPlus, op.ArgIdx, len(m.args[op.ArgIdx]))
+	if plus%4 != 0 || plus > uint64(len(m.a.args[op.ArgIdx])) {
+		return m.fail("arg_plus %#x: outside bo%d of %d bytes or not 4-byte aligned", op.ArgPlus, op.ArgIdx, len(m.a.args[op.ArgIdx]))
 	}
 	a := argBase(int(op.ArgIdx)) + plus
 	t.regs[id][1] = uint32(a)
@@ -334,62 +359,6 @@ func (m *machine) patch(op *txn.Op, numCols int) error {
 	t.patched[id] = true
 	m.st.Patches++
 	return nil
-}
-
-// chain resolves the BD chain starting at id of column col into the
-// segments one execution moves.
-func (m *machine) chain(col int, id uint8, what string) ([]seg, int, *txn.ShimBD, error) {
-	t := &m.tiles[col]
-	var segs []seg
-	total := 0
-	var first *txn.ShimBD
-	for hops := 0; ; hops++ {
-		if hops == txn.ShimBDs {
-			return nil, 0, nil, m.fail("column %d %s: the BD chain from BD %d loops", col, what, id)
-		}
-		if !t.written[id] {
-			return nil, 0, nil, m.fail("column %d %s: shim BD %d was not written by this stream", col, what, id)
-		}
-		bd, err := txn.DecodeShimBD(t.regs[id])
-		if err != nil {
-			return nil, 0, nil, m.fail("column %d %s: shim BD %d: %v", col, what, id, err)
-		}
-		if first == nil {
-			first = &bd
-		}
-		switch {
-		case !bd.Valid:
-			return nil, 0, nil, m.fail("column %d %s: shim BD %d: valid_bd is 0", col, what, id)
-		case !t.patched[id]:
-			return nil, 0, nil, m.fail("column %d %s: shim BD %d: base address %#x was never patched to a buffer argument", col, what, id, bd.Addr)
-		case bd.LockAcqEn || bd.LockRelValue != 0 || bd.LockAcqValue != 0:
-			return nil, 0, nil, m.fail("column %d %s: shim BD %d: lock fields set; the design's shim BDs use no locks", col, what, id)
-		case bd.EnablePacket:
-			return nil, 0, nil, m.fail("column %d %s: shim BD %d: enable_packet set; the design streams circuit-switched", col, what, id)
-		case bd.Burst > m.cfg.Gen.MaxBurst():
-			return nil, 0, nil, m.fail("column %d %s: shim BD %d: burst_length %d, %v allows 0..%d", col, what, id, bd.Burst, m.cfg.Gen, m.cfg.Gen.MaxBurst())
-		case bd.Length == 0:
-			return nil, 0, nil, m.fail("column %d %s: shim BD %d: buffer_length 0", col, what, id)
-		}
-		arg := int(bd.Addr>>40) - 1
-		off := int(bd.Addr & argMask)
-		if arg < 0 || arg >= len(m.args) {
-			return nil, 0, nil, m.fail("column %d %s: shim BD %d: address %#x is in no buffer argument", col, what, id, bd.Addr)
-		}
-		ss, err := walk(&bd, off, len(m.args[arg]))
-		if err != nil {
-			return nil, 0, nil, m.fail("column %d %s: shim BD %d (bo%d, %d bytes): %v", col, what, id, arg, len(m.args[arg]), err)
-		}
-		for _, s := range ss {
-			s.arg = arg
-			segs = append(segs, s)
-			total += s.n
-		}
-		if !bd.UseNextBD {
-			return segs, total, first, nil
-		}
-		id = bd.NextBD
-	}
 }
 
 // walk returns the byte ranges one execution of bd reads or writes, from
@@ -436,30 +405,33 @@ func walk(bd *txn.ShimBD, off, size int) ([]seg, error) {
 
 func (m *machine) push(col int, dir, ch uint8, p txn.Push) error {
 	m.st.Pushes++
-	t := &m.tiles[col]
 	what := fmt.Sprintf("%s channel %d", dirName(dir), ch)
-	segs, total, bd, err := m.chain(col, p.BD, what)
+	d := design.S2MM
+	if dir == txn.MM2S {
+		d = design.MM2S
+	}
+	c := m.a.shims[design.Port{Col: col, Row: target.ShimRow, Dir: d, Ch: int(ch)}]
+	if c == nil {
+		return m.fail("column %d %s: no flow of the design starts or ends there; the push would move bytes nobody takes", col, what)
+	}
+	segs, total, bd, ids, err := m.chain(col, p.BD, what)
 	if err != nil {
 		return err
 	}
-	if dir == txn.S2MM {
-		if t.s2mm[ch] != nil {
-			return m.fail("column %d %s: a second transfer before the first (op %d) was waited for", col, what, t.s2mm[ch].op)
-		}
+	if q := m.a.d.Target.ShimTile.TaskQueue; len(c.tasks) >= q {
+		return m.fail("column %d %s: a push onto a full task queue (%d deep): the hardware drops it and whatever waits for it hangs", col, what, q)
+	}
+	task := &shimTask{token: p.Token, bds: ids, op: m.op}
+	if d == design.S2MM {
 		if p.Repeat != 0 {
 			return m.fail("column %d %s: repeat_count %d on an output transfer", col, what, p.Repeat)
 		}
-		if t.ran {
-			return m.fail("column %d %s: the column's kernel already ran in this stream", col, what)
-		}
-		t.s2mm[ch] = &dest{segs: segs, bytes: total, token: p.Token, op: m.op}
+		task.segs, task.bytes = segs, total
+		c.tasks = append(c.tasks, task)
 		return nil
 	}
 	if p.Token {
 		return m.fail("column %d %s: a token on an input transfer, which no sync of the design waits for", col, what)
-	}
-	if t.ran {
-		return m.fail("column %d %s: input pushed after the column's kernel ran", col, what)
 	}
 	for r := 0; r <= int(p.Repeat); r++ {
 		// Repeat r of the chain advances the first BD's iteration
@@ -469,18 +441,14 @@ func (m *machine) push(col int, dir, ch uint8, p txn.Push) error {
 			shift = 0
 		}
 		for _, s := range segs {
-			a, b := s.off+shift, s.off+shift+s.n
-			if b > len(m.args[s.arg]) {
+			if s.off+shift+s.n > len(m.a.args[s.arg]) {
 				return m.fail("column %d %s: repeat %d reads past bo%d", col, what, r, s.arg)
 			}
-			t.mm2s[ch] = append(t.mm2s[ch], m.args[s.arg][a:b]...)
-			if col == 0 && ch == txn.ActChannel {
-				m.st.ActBytes += int64(s.n)
-			} else {
-				m.st.WeightBytes += int64(s.n)
-			}
+			task.segs = append(task.segs, seg{arg: s.arg, off: s.off + shift, n: s.n})
+			task.bytes += s.n
 		}
 	}
+	c.tasks = append(c.tasks, task)
 	return nil
 }
 
@@ -488,8 +456,8 @@ func (m *machine) sync(op *txn.Op, numCols int) error {
 	m.st.Syncs++
 	col, ch := int(op.Col), op.Channel
 	switch {
-	case col >= numCols || col >= m.cfg.Columns:
-		return m.fail("column %d outside the %d-column design", col, m.cfg.Columns)
+	case col >= numCols || col >= m.a.d.Columns:
+		return m.fail("column %d outside the %d-column design", col, m.a.d.Columns)
 	case op.Row != 0:
 		return m.fail("sync on row %d: the design's tokens come from shim DMAs (row 0)", op.Row)
 	case ch >= txn.ShimChannels:
@@ -499,98 +467,86 @@ func (m *machine) sync(op *txn.Op, numCols int) error {
 	case op.Dir != txn.S2MM:
 		return m.fail("sync on column %d MM2S channel %d: the design issues no input tokens; the run would hang", col, ch)
 	}
-	t := &m.tiles[col]
-	d := t.s2mm[ch]
-	switch {
-	case d == nil:
-		return m.fail("sync on column %d S2MM channel %d: no transfer is pending; the run would hang", col, ch)
-	case !d.token:
-		return m.fail("sync on column %d S2MM channel %d: the transfer pushed by op %d issues no token (enable_token_issue 0); the run would hang", col, ch, d.op)
+	c := m.a.shims[design.Port{Col: col, Row: target.ShimRow, Dir: design.S2MM, Ch: int(ch)}]
+	if c == nil {
+		return m.fail("sync on column %d S2MM channel %d: no flow of the design ends there; the run would hang", col, ch)
 	}
-	if !m.launched {
-		m.launch() // before this column's transfer leaves the table: it runs with the others
-	}
-	t.s2mm[ch] = nil
-	return m.runKernel(col, d)
-}
-
-// launch runs, in parallel, the kernels of every column whose output
-// transfer is pending when the stream first waits (its inputs are all
-// pushed by then: a later push to a column is refused), as the columns of
-// the array run concurrently; runKernel then takes each column's result.
-func (m *machine) launch() {
-	m.launched = true
-	acts := m.tiles[0].mm2s[txn.ActChannel]
-	if len(acts) == 0 {
-		return
-	}
-	m.results = make([]result, len(m.tiles))
-	var wg sync.WaitGroup
-	for c := range m.tiles {
-		d := m.tiles[c].s2mm[txn.OutChannel]
-		if d == nil {
-			continue // runKernel runs it at its sync, if it has one
+	if c.tokens == 0 {
+		tok := false
+		for _, t := range c.tasks {
+			tok = tok || t.token
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &m.results[c]
-			r.d, r.out = d, make([]byte, d.bytes)
-			r.n, r.err = m.cfg.Kernel.RunColumn(c, m.tiles[c].mm2s[txn.WeightChannel], acts, r.out)
-		}()
-	}
-	wg.Wait()
-}
-
-// result returns column col's result computed ahead for dest d, if any.
-func (m *machine) result(col int, d *dest) *result {
-	if d == nil || col >= len(m.results) || m.results[col].d != d {
-		return nil
-	}
-	return &m.results[col]
-}
-
-// runKernel runs column col's kernel on its input streams and writes its
-// outputs through d (nil: the stream drains none).
-func (m *machine) runKernel(col int, d *dest) error {
-	t := &m.tiles[col]
-	t.ran = true
-	acts := m.tiles[0].mm2s[txn.ActChannel]
-	if len(acts) == 0 {
-		if d != nil || len(t.mm2s[txn.WeightChannel]) > 0 {
-			return m.fail("column %d: no activation stream was pushed (shim 0 MM2S channel %d)", col, txn.ActChannel)
+		if !tok {
+			if len(c.tasks) == 0 {
+				return m.fail("sync on column %d S2MM channel %d: no transfer is pending; the run would hang", col, ch)
+			}
+			return m.fail("sync on column %d S2MM channel %d: the transfer pushed by op %d issues no token (enable_token_issue 0); the run would hang", col, ch, c.tasks[0].op)
 		}
-		return nil
-	}
-	var out []byte
-	var n int
-	var err error
-	if r := m.result(col, d); r != nil {
-		out, n, err = r.out, r.n, r.err
-	} else {
-		if d != nil {
-			out = make([]byte, d.bytes)
+		if _, err := m.a.run(func() bool { return c.tokens > 0 }); err != nil {
+			if errors.Is(err, errStuck) {
+				return m.failErr(m.a.deadlock(fmt.Sprintf("the token of %v", c)))
+			}
+			return m.failErr(err)
 		}
-		n, err = m.cfg.Kernel.RunColumn(col, t.mm2s[txn.WeightChannel], acts, out)
 	}
-	if err != nil {
-		return m.fail("column %d kernel: %v", col, err)
-	}
-	if n != len(out) {
-		return m.fail("column %d kernel produced %d output bytes, its S2MM descriptors take %d", col, n, len(out))
-	}
-	if len(t.mm2s[txn.WeightChannel]) > 0 {
-		m.st.StreamingColumns++
-	}
-	m.st.KernelColumns++
-	if d == nil {
-		return nil
-	}
-	o := 0
-	for _, s := range d.segs {
-		copy(m.args[s.arg][s.off:s.off+s.n], out[o:o+s.n])
-		o += s.n
-	}
-	m.st.OutBytes += int64(len(out))
+	c.tokens--
 	return nil
+}
+
+// chain resolves the BD chain starting at id of column col into the
+// segments one execution moves, its first BD and the ids it reads.
+func (m *machine) chain(col int, id uint8, what string) ([]seg, int, *txn.ShimBD, []int, error) {
+	t := &m.tiles[col]
+	var segs []seg
+	var ids []int
+	total := 0
+	var first *txn.ShimBD
+	for hops := 0; ; hops++ {
+		if hops == txn.ShimBDs {
+			return nil, 0, nil, nil, m.fail("column %d %s: the BD chain from BD %d loops", col, what, id)
+		}
+		if !t.written[id] {
+			return nil, 0, nil, nil, m.fail("column %d %s: shim BD %d was not written by this stream", col, what, id)
+		}
+		bd, err := txn.DecodeShimBD(t.regs[id])
+		if err != nil {
+			return nil, 0, nil, nil, m.fail("column %d %s: shim BD %d: %v", col, what, id, err)
+		}
+		if first == nil {
+			first = &bd
+		}
+		switch {
+		case !bd.Valid:
+			return nil, 0, nil, nil, m.fail("column %d %s: shim BD %d: valid_bd is 0", col, what, id)
+		case !t.patched[id]:
+			return nil, 0, nil, nil, m.fail("column %d %s: shim BD %d: base address %#x was never patched to a buffer argument", col, what, id, bd.Addr)
+		case bd.LockAcqEn || bd.LockRelValue != 0 || bd.LockAcqValue != 0:
+			return nil, 0, nil, nil, m.fail("column %d %s: shim BD %d: lock fields set; the design's shim BDs use no locks", col, what, id)
+		case bd.EnablePacket:
+			return nil, 0, nil, nil, m.fail("column %d %s: shim BD %d: enable_packet set; the design streams circuit-switched", col, what, id)
+		case bd.Burst > m.a.d.Target.MaxBurst:
+			return nil, 0, nil, nil, m.fail("column %d %s: shim BD %d: burst_length %d, %s allows 0..%d", col, what, id, bd.Burst, m.a.d.Target.Name, m.a.d.Target.MaxBurst)
+		case bd.Length == 0:
+			return nil, 0, nil, nil, m.fail("column %d %s: shim BD %d: buffer_length 0", col, what, id)
+		}
+		arg := int(bd.Addr>>40) - 1
+		off := int(bd.Addr & argMask)
+		if arg < 0 || arg >= len(m.a.args) {
+			return nil, 0, nil, nil, m.fail("column %d %s: shim BD %d: address %#x is in no buffer argument", col, what, id, bd.Addr)
+		}
+		ss, err := walk(&bd, off, len(m.a.args[arg]))
+		if err != nil {
+			return nil, 0, nil, nil, m.fail("column %d %s: shim BD %d (bo%d, %d bytes): %v", col, what, id, arg, len(m.a.args[arg]), err)
+		}
+		for _, s := range ss {
+			s.arg = arg
+			segs = append(segs, s)
+			total += s.n
+		}
+		ids = append(ids, int(id))
+		if !bd.UseNextBD {
+			return segs, total, first, ids, nil
+		}
+		id = bd.NextBD
+	}
 }

@@ -1,47 +1,59 @@
 package emu
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/xdna-go/xdna/runtime/cpu"
+	"github.com/xdna-go/xdna/runtime/npu/gemv"
 	"github.com/xdna-go/xdna/runtime/npu/txn"
+	"github.com/xdna-go/xdna/target"
 )
 
-// execRig returns the rig's stream decoded and its buffers' contents, for
-// Execute without a Device.
-func execRig(t *testing.T) (*rig, *txn.Stream, [][]byte) {
+// execRig returns the rig's stream decoded, its buffers' contents and a
+// freshly loaded array of its design, for Execute without a Device.
+func execRig(t *testing.T) (*rig, *txn.Stream, [][]byte, *Array) {
 	t.Helper()
 	r := newRig(t)
 	s, err := txn.Decode(r.iHost[:4*r.words])
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := [][]byte{append([]byte(nil), r.wHost...), append([]byte(nil), r.aHost...), make([]byte, 4*r.g.N)}
-	return r, s, args
+	args := [][]byte{append([]byte(nil), r.wHost...), append([]byte(nil), r.aHost...), make([]byte, r.size(r.out))}
+	return r, s, args, r.array(t)
 }
 
-func (r *rig) cfg() ExecConfig {
-	k, _ := GoKernels(r.g.Type, r.g.KTile)
-	return ExecConfig{Gen: txn.NPU1, Columns: 4, Kernel: k}
+// array loads the rig's design with the Go model.
+func (r *rig) array(t testing.TB) *Array {
+	k, err := gemv.NewModel(r.dsn.Type, r.dsn.KTile, r.dsn.Rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewArray(r.dsn, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 // TestExecute: the rig's stream moves exactly what it says and computes
 // cpu.MatVec bit for bit, and the counts are the builder's.
 func TestExecute(t *testing.T) {
-	r, _, args := execRig(t)
+	r, _, args, arr := execRig(t)
 	w, cnt, err := r.gv.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := Execute(txn.Bytes(w), args, r.cfg())
+	st, err := arr.Execute(txn.Bytes(w), args, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := make([]float32, r.g.N)
 	cpu.MatVec(r.m, r.x, want, nil)
-	for i, v := range floats(args[2]) {
+	for i, v := range r.gather(args[2]) {
 		if v != want[i] {
 			t.Fatalf("y[%d] = %v, cpu.MatVec %v", i, v, want[i])
 		}
@@ -50,17 +62,22 @@ func TestExecute(t *testing.T) {
 		st.Syncs != cnt.Syncs || st.WeightBytes != cnt.WeightBytes || st.ActBytes != cnt.ActBytes || st.OutBytes != cnt.OutBytes {
 		t.Errorf("executed %+v, built %+v", st, cnt)
 	}
-	if st.KernelColumns != 4 || st.StreamingColumns != 2 {
-		t.Errorf("kernel ran on %d columns, %d streamed; want 4 (the design) and 2", st.KernelColumns, st.StreamingColumns)
+	// Every core of the 4-column design took every activation object (the
+	// header and each record: 16 cores x 3 objects of 192 bytes); the
+	// cores of the 2 streaming columns made 2 calls each (2 K-tiles).
+	a := st.Array
+	if a.Written[target.Core] != int64(16*3*r.dsn.RecordBytes()+8*2*r.dsn.PieceBytes()) || a.Calls != 8*2 {
+		t.Errorf("array: %d bytes into cores, %d calls; want %d and %d", a.Written[target.Core], a.Calls,
+			16*3*r.dsn.RecordBytes()+8*2*r.dsn.PieceBytes(), 8*2)
 	}
 }
 
 // TestExecuteSplitBDs: runs split into chained BDs (a lowered BD limit)
 // move the same bytes and give the same outputs.
 func TestExecuteSplitBDs(t *testing.T) {
-	r, _, args := execRig(t)
+	r, _, args, arr := execRig(t)
 	gv := r.gv
-	gv.MaxBDBytes = 128
+	gv.MaxBDBytes = 4096
 	w, cnt, err := gv.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -68,17 +85,17 @@ func TestExecuteSplitBDs(t *testing.T) {
 	if cnt.BDs <= 6 {
 		t.Fatalf("%d BDs: the limit split nothing", cnt.BDs)
 	}
-	if _, err := Execute(txn.Bytes(w), args, r.cfg()); err != nil {
+	if _, err := arr.Execute(txn.Bytes(w), args, 0); err != nil {
 		t.Fatal(err)
 	}
 	want := make([]float32, r.g.N)
 	cpu.MatVec(r.m, r.x, want, nil)
-	for i, v := range floats(args[2]) {
+	for i, v := range r.gather(args[2]) {
 		if v != want[i] {
 			t.Fatalf("y[%d] = %v, cpu.MatVec %v", i, v, want[i])
 		}
 	}
-	gv.MaxBDBytes = 4
+	gv.MaxBDBytes = 1024
 	if _, _, err := gv.Build(); !errors.Is(err, txn.ErrLimit) {
 		t.Errorf("a weight run needing more BDs than the design has: %v, want ErrLimit", err)
 	}
@@ -129,37 +146,40 @@ func TestExecuteRefuses(t *testing.T) {
 			return s
 		}
 	}
+	r0 := newRig(t)
 	for _, c := range []struct {
 		name string
 		m    mut
 		raw  func(w []uint32)
-		cfg  func(*ExecConfig)
 		want []string
+		// array: the refusal comes from the array after the first sync
+		// began moving data, so other columns' outputs may be written.
+		array bool
 	}{
 		{name: "unknown op", raw: func(w []uint32) { w[4] = 0x77 }, want: []string{"op 0", "unknown opcode 0x77"}},
 		{name: "other generation", raw: func(w []uint32) { w[0] = w[0]&^0xff0000 | 4<<16 }, want: []string{"header", "npu2", "the device is npu1"}},
 		{name: "v1.0 stream", m: func(s *txn.Stream) *txn.Stream { s.Header.Version = txn.V10; return s }, want: []string{"version 1.0"}},
 		{name: "BD index out of range", m: func(s *txn.Stream) *txn.Stream {
-			find(s, isBD(txn.OutBD0)).Addr += 4 * txn.ShimBDStride
+			find(s, isBD(r0.dsn.Shim.OutBD0)).Addr += 4 * txn.ShimBDStride
 			return s
 		}, want: []string{"blockwrite", "BD index 16 out of range"}},
-		{name: "length past the buffer", m: bdWord(txn.WeightBD0, 0, func(v uint32) uint32 { return v + 1<<20 }), want: []string{"MM2S channel 0", "shim BD 0", "runs past the buffer"}},
+		{name: "length past the buffer", m: bdWord(r0.dsn.Shim.WeightBD0, 0, func(v uint32) uint32 { return v + 1<<20 }), want: []string{"MM2S channel 0", "shim BD 0", "runs past the buffer"}},
 		{name: "patch on a length word", m: func(s *txn.Stream) *txn.Stream {
-			find(s, patchOf(txn.WeightBD0)).Addr -= 4
+			find(s, patchOf(r0.dsn.Shim.WeightBD0)).Addr -= 4
 			return s
 		}, want: []string{"ddr_patch", "word 0 (buffer_length)", "not an address word"}},
 		{name: "arg_idx past the buffers", m: func(s *txn.Stream) *txn.Stream {
-			find(s, patchOf(txn.WeightBD0)).ArgIdx = 3
+			find(s, patchOf(r0.dsn.Shim.WeightBD0)).ArgIdx = 3
 			return s
 		}, want: []string{"ddr_patch", "arg_idx 3", "3 buffers"}},
 		{name: "arg_idx 5 without the fold", m: func(s *txn.Stream) *txn.Stream {
-			find(s, patchOf(txn.WeightBD0)).ArgIdx = 5
+			find(s, patchOf(r0.dsn.Shim.WeightBD0)).ArgIdx = 5
 			return s
-		}, cfg: nil, want: []string{"arg_idx 5", "aperture"}},
-		{name: "unpatched BD", m: without(patchOf(txn.WeightBD0)), want: []string{"shim BD 0", "never patched"}},
-		{name: "invalid BD", m: bdWord(txn.OutBD0, 7, func(v uint32) uint32 { return v &^ (1 << 25) }), want: []string{"valid_bd is 0"}},
-		{name: "lock on a shim BD", m: bdWord(txn.WeightBD0, 7, func(v uint32) uint32 { return v | 1<<12 }), want: []string{"lock"}},
-		{name: "burst past the generation", m: bdWord(txn.WeightBD0, 4, func(v uint32) uint32 { return v | 3<<30 }), want: []string{"burst_length 3", "npu1 allows 0..2"}},
+		}, want: []string{"arg_idx 5", "aperture"}},
+		{name: "unpatched BD", m: without(patchOf(r0.dsn.Shim.WeightBD0)), want: []string{"shim BD 0", "never patched"}},
+		{name: "invalid BD", m: bdWord(r0.dsn.Shim.OutBD0, 7, func(v uint32) uint32 { return v &^ (1 << 25) }), want: []string{"valid_bd is 0"}},
+		{name: "lock on a shim BD", m: bdWord(r0.dsn.Shim.WeightBD0, 7, func(v uint32) uint32 { return v | 1<<12 }), want: []string{"lock"}},
+		{name: "burst past the generation", m: bdWord(r0.dsn.Shim.WeightBD0, 4, func(v uint32) uint32 { return v | 3<<30 }), want: []string{"burst_length 3", "xdna1 allows 0..2"}},
 		{name: "no token", m: func(s *txn.Stream) *txn.Stream {
 			op := find(s, func(op *txn.Op) bool { _, d, _, ok := txn.QueueAt(op.Addr); return ok && d == txn.S2MM })
 			op.Value &^= 1 << 31
@@ -172,10 +192,24 @@ func TestExecuteRefuses(t *testing.T) {
 			s.Ops = append([]txn.Op{txn.Write32(txn.Addr(0, 1, 0xA0604), 1)}, s.Ops...)
 			return s
 		}, want: []string{"op 0 (write32)", "row 1", "memtile and core state come from the PDI"}},
-		{name: "column past the design", cfg: func(c *ExecConfig) { c.Columns = 1 }, want: []string{"column 1 outside the 1-column design"}},
-		{name: "weights short of the header", m: bdWord(txn.WeightBD0, 0, func(v uint32) uint32 { return v - 16 }), want: []string{"column 0 kernel", "weight stream"}},
+		{name: "column past the header", m: func(s *txn.Stream) *txn.Stream { s.Header.NumCols = 1; return s }, want: []string{"column 1 outside the 4-column design (header: 1)"}},
+		{name: "weights short of a piece", m: bdWord(r0.dsn.Shim.WeightBD0, 0, func(v uint32) uint32 { return v - 16 }),
+			want: []string{"deadlock", "memtile (0,1) S2MM 0", "2112 of 2176 bytes moved", "core (0,5): at the acquire of w0_5"}, array: true},
+		{name: "weights past the design", m: bdWord(r0.dsn.Shim.WeightBD0, 0, func(v uint32) uint32 { return v + 16 }),
+			want: []string{"not at rest", "memtile (0,1) S2MM 0", "64 of 2176 bytes moved", "inside an object"}, array: true},
+		{name: "a fifth push on a 4-deep queue", m: func(s *txn.Stream) *txn.Stream {
+			i := 0
+			for ; i < len(s.Ops); i++ {
+				if c, d, _, ok := txn.QueueAt(s.Ops[i].Addr); ok && c == 0 && d == txn.MM2S && s.Ops[i].Value&15 == uint32(r0.dsn.Shim.HeaderBD) {
+					break
+				}
+			}
+			push := s.Ops[i]
+			s.Ops = append(s.Ops[:i:i], append([]txn.Op{push, push, push, push}, s.Ops[i:]...)...)
+			return s
+		}, want: []string{"full task queue", "4 deep"}},
 	} {
-		r, s, args := execRig(t)
+		_, s, args, arr := execRig(t)
 		if c.m != nil {
 			s = c.m(s)
 		}
@@ -186,11 +220,7 @@ func TestExecuteRefuses(t *testing.T) {
 		if c.raw != nil {
 			c.raw(w)
 		}
-		cfg := r.cfg()
-		if c.cfg != nil {
-			c.cfg(&cfg)
-		}
-		_, err = Execute(txn.Bytes(w), args, cfg)
+		_, err = arr.Execute(txn.Bytes(w), args, 0)
 		var de *DeviceError
 		if !errors.As(err, &de) || !errors.Is(err, ErrDevice) {
 			t.Errorf("%s: %v, want a DeviceError", c.name, err)
@@ -201,7 +231,7 @@ func TestExecuteRefuses(t *testing.T) {
 				t.Errorf("%s: %q does not say %q", c.name, err, want)
 			}
 		}
-		if c.name != "output never awaited" {
+		if c.name != "output never awaited" && !c.array {
 			for i, v := range floats(args[2]) {
 				if v != 0 {
 					t.Errorf("%s: y[%d] = %v written by a refused stream", c.name, i, v)
@@ -249,16 +279,17 @@ func FuzzExecute(f *testing.F) {
 	r := newRig(&testing.T{})
 	defer r.d.Close()
 	f.Add(append([]byte(nil), r.iHost[:4*r.words]...))
+	arr := r.array(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		args := [][]byte{append([]byte(nil), r.wHost...), append([]byte(nil), r.aHost...), make([]byte, 4*r.g.N)}
-		Execute(b, args, r.cfg())
+		args := [][]byte{append([]byte(nil), r.wHost...), append([]byte(nil), r.aHost...), make([]byte, r.size(r.out))}
+		arr.Execute(b, args, 0)
 	})
 }
 
 func floats(b []byte) []float32 {
 	out := make([]float32, len(b)/4)
 	for i := range out {
-		out[i] = f32(b[4*i:])
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return out
 }

@@ -73,6 +73,9 @@ func PieceOf(typ planar.Type, t, rows int) (Piece, error) {
 func (p *Piece) Pack(dst []byte, g planar.Geometry, blob []byte, c, tile, r0, n int) {
 	dst = dst[:p.Bytes]
 	clear(dst)
+	if n <= 0 {
+		return
+	}
 	for i, pl := range p.Planes {
 		src, per := g.PlaneOffset(c, tile, i)
 		s := blob[src+r0*per : src+(r0+n)*per]
