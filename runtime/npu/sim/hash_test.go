@@ -3,11 +3,14 @@ package sim
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 )
+
+var update = flag.Bool("update", false, "rewrite the kernel-source hashes")
 
 // The go command's build cache keys a cgo package on the files in its directory,
 // not on headers included from elsewhere, so an edit under kernels/ alone would leave

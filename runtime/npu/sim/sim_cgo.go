@@ -21,14 +21,15 @@ import (
 	"unsafe"
 
 	"github.com/xdna-go/xdna/planar"
+	"github.com/xdna-go/xdna/target"
 )
 
 // Available reports whether the kernels were compiled into this build (nil here).
 func Available() error {
-	if C.xdna1_lanes() != C.int(Lanes("xdna1")) || C.xdna2_lanes() != C.int(Lanes("xdna2")) {
-		return fmt.Errorf("sim: compiled kernels have %d/%d lanes, want %d/%d", C.xdna1_lanes(), C.xdna2_lanes(), Lanes("xdna1"), Lanes("xdna2"))
+	if C.xdna1_lanes() != C.int(target.XDNA1.Lanes) || C.xdna2_lanes() != C.int(target.XDNA2.Lanes) {
+		return fmt.Errorf("sim: compiled kernels have %d/%d lanes, want %d/%d", C.xdna1_lanes(), C.xdna2_lanes(), target.XDNA1.Lanes, target.XDNA2.Lanes)
 	}
-	return nil
+	return errNotRebuilt
 }
 
 func cObjectBytes(target string, typ planar.Type, kTile, rowsPad int) int {
