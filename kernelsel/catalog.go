@@ -17,15 +17,11 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/xdna-go/xdna/planar"
+	aie "github.com/xdna-go/xdna/target"
 )
 
 // ErrInvalid is matched (errors.Is) by every semantic catalog error.
 var ErrInvalid = errors.New("invalid catalog")
-
-// hardware lists the targets a catalog may describe and the columns a
-// design sees on each (npu-stack.md section 4: XDNA1 has 5 columns but
-// column 0 is not usable by contexts).
-var hardware = map[string]int{"xdna1": 4, "xdna2": 8}
 
 // Catalog is a decoded, validated kernel-slot catalog.
 type Catalog struct {
@@ -177,13 +173,16 @@ func (c *Catalog) Validate() error {
 			continue
 		}
 		t.Name = name
-		cols, ok := hardware[name]
-		if !ok {
+		hw, err := aie.ByName(name)
+		if err != nil || hw.Name != name {
 			bad("unknown target %q (known: %s)", name, knownTargets())
 			continue
 		}
-		if t.Columns != cols {
-			bad("target %s: columns %d, but %s has %d usable columns", name, t.Columns, name, cols)
+		if t.Columns != hw.Columns {
+			bad("target %s: columns %d, but %s has %d usable columns", name, t.Columns, name, hw.Columns)
+		}
+		if t.MaxContexts > hw.MaxContexts {
+			bad("target %s: max_contexts %d, but the driver allows %d", name, t.MaxContexts, hw.MaxContexts)
 		}
 		positive(name, "dispatch_us", t.DispatchUS)
 		positive(name, "context_switch_us", t.ContextSwitchUS)
@@ -244,14 +243,7 @@ func (c *Catalog) Validate() error {
 	return errors.Join(errs...)
 }
 
-func knownTargets() string {
-	var ks []string
-	for k := range hardware {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return strings.Join(ks, ", ")
-}
+func knownTargets() string { return strings.Join(aie.Names(), ", ") }
 
 // Target returns the target called name.
 func (c *Catalog) Target(name string) (*Target, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/design"
 	"github.com/xdna-go/xdna/runtime/npu/txn"
 )
 
@@ -153,7 +154,11 @@ func runTxnPlan(stderr io.Writer, path string, o *txnPlanOptions) error {
 	if err := g.Check(); err != nil {
 		return fmt.Errorf("%s: tensor %q: %w", path, o.tensor, err)
 	}
-	w, p, cnt, err := npu.FirstStream(g, gen, o.tokens)
+	d, err := design.New(gen.Target(), g.Type, g.KTile)
+	if err != nil {
+		return fmt.Errorf("%s: tensor %q: %w", path, o.tensor, err)
+	}
+	w, p, cnt, err := npu.FirstStream(d, g, o.tokens)
 	if err != nil {
 		return fmt.Errorf("%s: tensor %q: %w", path, o.tensor, err)
 	}
@@ -162,7 +167,7 @@ func runTxnPlan(stderr io.Writer, path string, o *txnPlanOptions) error {
 	}
 	fmt.Fprintf(stderr, "%s: %s [%d][%d] %s, K-tile %d, %v: first dispatch of %d token(s): %d words (%d ops, %d BDs, %d patches, %d pushes, %d syncs); %d weight bytes\n",
 		o.output, o.tensor, g.N, g.K, g.Type, g.KTile, gen, p.Tokens, cnt.Words, cnt.Ops, cnt.BDs, cnt.Patches, cnt.Pushes, cnt.Syncs, cnt.WeightBytes)
-	fmt.Fprintf(stderr, "parameter header: type %s T %d tiles %d tokens %d row chunk %d x %d, rows per column %v\n",
-		p.Type, p.T, p.Tiles, p.Tokens, p.RowChunk, p.RowChunks, p.Rows)
+	fmt.Fprintf(stderr, "header object (design %s): type %s T %d tiles %d tokens %d, %d row blocks of %d rows, rows per column %v\n",
+		d.Name(), p.Type, p.T, p.Tiles, p.Tokens, p.Blocks, d.BlockRows(), p.Cols)
 	return nil
 }

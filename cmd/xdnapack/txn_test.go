@@ -108,7 +108,7 @@ func TestTxnPlan(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: plan: %v", c.target, err)
 		}
-		if !strings.Contains(stderr, "3 token(s)") || !strings.Contains(stderr, "parameter header") {
+		if !strings.Contains(stderr, "3 token(s)") || !strings.Contains(stderr, "header object (design") {
 			t.Errorf("%s: stderr %q", c.target, stderr)
 		}
 		b, err := os.ReadFile(out)

@@ -203,7 +203,7 @@ func (l *loaded) openDevice(o loadOptions) error {
 				return fmt.Errorf("--device sim: %w", err)
 			}
 			cfg.Name = "sim-" + m.Package.Target
-			cfg.Kernels = sim.KernelsFor(m.Package.Target)
+			cfg.Kernels = sim.Factory(m.Package.Target)
 		}
 		d := emu.New(cfg)
 		if o.emuFault != "" {

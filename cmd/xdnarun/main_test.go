@@ -25,6 +25,7 @@ import (
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna/amdxdnatest"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
+	aie "github.com/xdna-go/xdna/target"
 )
 
 const shared = "../../../shared/fixtures"
@@ -465,6 +466,20 @@ func TestEmuAgainstCPU(t *testing.T) {
 					if ex.Dispatches != st.Dispatches || ex.Completed != ex.Dispatches || ex.Failed != 0 ||
 						ex.Exec.Words != int(st.TxnWords) || ex.Exec.BDs != int(st.BDs) || ex.Exec.WeightBytes != st.StreamedBytes || ex.Exec.Syncs == 0 {
 						t.Fatalf("the emulator executed %+v; the backend submitted %+v", ex, st)
+					}
+					// Every dispatch ran on the arrays of the designs: the
+					// weights went through the memory tiles into the cores,
+					// the cores called the kernel, every lock protocol ran.
+					a := ex.Exec.Array
+					if a.Dispatches != ex.Dispatches || a.Written[aie.Mem] < st.StreamedBytes || a.Calls == 0 ||
+						a.LockOps[aie.Mem] == 0 || a.LockOps[aie.Core] == 0 {
+						t.Fatalf("the arrays ran %+v for %d dispatches streaming %d weight bytes", a, ex.Dispatches, st.StreamedBytes)
+					}
+					t.Logf("arrays: %d dispatches; bytes written: shim (DDR) %d, memtiles %d, cores %d; read: shim %d, memtiles %d, cores %d; lock operations: memtiles %d, cores %d; %d kernel calls",
+						a.Dispatches, a.Written[aie.Shim], a.Written[aie.Mem], a.Written[aie.Core], a.Read[aie.Shim], a.Read[aie.Mem], a.Read[aie.Core],
+						a.LockOps[aie.Mem], a.LockOps[aie.Core], a.Calls)
+					for _, d := range ex.Designs {
+						t.Logf("  %s: %s", d.Name(), d.UsageString())
 					}
 				}
 				worst := 1.0

@@ -3,19 +3,17 @@ package npu
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
+	"github.com/xdna-go/xdna/runtime/npu/design"
 	"github.com/xdna-go/xdna/runtime/npu/txn"
 	"github.com/xdna-go/xdna/xclbin"
 )
@@ -124,40 +122,6 @@ func (s Stats) PerToken(tokens int) PerToken {
 	}
 }
 
-// mat is one matrix as the Backend runs it.
-type mat struct {
-	name   string
-	m      cpu.Matrix // as last seen (geometry and blob)
-	kernel Kernel     // 0: runs on the CPU
-	chunks []Chunk
-	why    string // why it runs on the CPU, if it does
-}
-
-// ringBuf is one staging buffer.
-type ringBuf struct {
-	bo    BO
-	host  []byte
-	owner *mat // what it holds: chunk of owner (a new blob gets a new mat)
-	chunk int
-	seq   int64 // last submission reading it
-	ahead bool  // staged by a prefetch, not used since
-}
-
-type ioBuf struct {
-	bo   BO
-	host []byte
-}
-
-type instrBuf struct {
-	ioBuf
-	seq int64
-}
-
-type flight struct {
-	seq int64
-	run Run
-}
-
 // Backend runs the matmuls of a model where its pack-time plan says: on
 // the NPU when the tensor's entry says "npu" and its slot's kernel is
 // loaded, on the CPU otherwise. A device fault or timeout makes it compute
@@ -171,8 +135,8 @@ type Backend struct {
 	opt     Options
 	warn    io.Writer
 	entries map[string]*layout.TensorEntry
-	kernels map[string]Kernel // slot name -> loaded kernel
-	widths  map[string]int    // slot name -> columns of its design (AIE_PARTITION column_width)
+	kernels map[string]Kernel         // slot name -> loaded kernel
+	designs map[string]*design.Design // slot name -> the design its xclbin was compiled from
 	mats    map[string]*mat
 	notes   []string
 	warned  map[string]bool
@@ -218,7 +182,7 @@ func NewBackend(dev Device, tensors []layout.TensorEntry, slots []Slot, pool *cp
 	}
 	b := &Backend{
 		dev: dev, pool: pool, opt: opt, warn: opt.Warn, lastRing: -1,
-		entries: map[string]*layout.TensorEntry{}, kernels: map[string]Kernel{}, widths: map[string]int{},
+		entries: map[string]*layout.TensorEntry{}, kernels: map[string]Kernel{}, designs: map[string]*design.Design{},
 		mats: map[string]*mat{}, next: map[string]string{}, warned: map[string]bool{},
 	}
 	if b.warn == nil {
@@ -228,6 +192,8 @@ func NewBackend(dev Device, tensors []layout.TensorEntry, slots []Slot, pool *cp
 		name    string
 		bytes   int64
 		tensors int
+		typ     string
+		kTile   int
 	}
 	uses := map[string]*use{}
 	for i := range tensors {
@@ -239,8 +205,11 @@ func NewBackend(dev Device, tensors []layout.TensorEntry, slots []Slot, pool *cp
 		if e.Device == "npu" {
 			u := uses[e.Slot]
 			if u == nil {
-				u = &use{name: e.Slot}
+				u = &use{name: e.Slot, typ: e.Type, kTile: e.KTile}
 				uses[e.Slot] = u
+			}
+			if e.Type != u.typ || e.KTile != u.kTile {
+				return nil, fmt.Errorf("npu: slot %s: tensor %q is %s in tiles of %d, another of the slot's is %s in tiles of %d", e.Slot, e.Name, e.Type, e.KTile, u.typ, u.kTile)
 			}
 			u.bytes += e.Size
 			u.tensors++
@@ -250,7 +219,8 @@ func NewBackend(dev Device, tensors []layout.TensorEntry, slots []Slot, pool *cp
 		return b, nil
 	}
 	b.info = dev.Info()
-	if b.info.Gen != txn.NPU1 && b.info.Gen != txn.NPU2 {
+	tgt := b.info.Gen.Target()
+	if tgt == nil {
 		b.note("device %s names no TXN generation (%v); its %d slots run on the CPU", b.info.Name, b.info.Gen, len(uses))
 		return b, nil
 	}
@@ -267,10 +237,25 @@ func NewBackend(dev Device, tensors []layout.TensorEntry, slots []Slot, pool *cp
 	}
 	for _, u := range order {
 		s, ok := byName[u.name]
-		switch {
-		case !ok || len(s.XCLBin) == 0:
+		if !ok || len(s.XCLBin) == 0 {
 			b.note("slot %s: no xclbin in the package; its %d tensors run on the CPU", u.name, u.tensors)
 			continue
+		}
+		typ, err := planar.ParseType(u.typ)
+		if err != nil {
+			b.note("slot %s: %v; its %d tensors run on the CPU", u.name, err, u.tensors)
+			continue
+		}
+		d, err := design.New(tgt, typ, u.kTile)
+		if err != nil {
+			b.note("slot %s: %v; its %d tensors run on the CPU", u.name, err, u.tensors)
+			continue
+		}
+		if f, err := xclbin.NewReader(bytes.NewReader(s.XCLBin), int64(len(s.XCLBin))); err == nil {
+			if p, err := f.Partition(); err == nil && p.ColumnWidth > 0 && int(p.ColumnWidth) != d.Columns {
+				b.note("slot %s: its xclbin is %d columns wide, the design %s is %d; its %d tensors run on the CPU", u.name, p.ColumnWidth, d.Name(), d.Columns, u.tensors)
+				continue
+			}
 		}
 		k, err := dev.LoadKernel(s.XCLBin, s.Kernel)
 		if err != nil {
@@ -278,12 +263,7 @@ func NewBackend(dev Device, tensors []layout.TensorEntry, slots []Slot, pool *cp
 			continue
 		}
 		b.kernels[u.name] = k
-		b.widths[u.name] = b.info.Columns
-		if f, err := xclbin.NewReader(bytes.NewReader(s.XCLBin), int64(len(s.XCLBin))); err == nil {
-			if p, err := f.Partition(); err == nil && p.ColumnWidth > 0 {
-				b.widths[u.name] = int(p.ColumnWidth)
-			}
-		}
+		b.designs[u.name] = d
 	}
 	if len(b.kernels) == 0 {
 		return b, nil
@@ -308,63 +288,6 @@ func (b *Backend) Notes() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.notes)
-}
-
-// allocRing allocates the two staging buffers and the instruction buffers.
-func (b *Backend) allocRing() error {
-	for i := range b.ring {
-		bo, host, err := b.alloc(BOData, b.opt.RingSize)
-		if err != nil {
-			return err
-		}
-		b.ring[i] = ringBuf{bo: bo, host: host}
-	}
-	depth := max(1, min(b.info.MaxInFlight, 4))
-	for range depth {
-		bo, host, err := b.alloc(BOInstr, instrBOSize)
-		if err != nil {
-			return err
-		}
-		b.instr = append(b.instr, instrBuf{ioBuf: ioBuf{bo, host}})
-	}
-	return nil
-}
-
-func (b *Backend) alloc(kind BOKind, size int) (BO, []byte, error) {
-	bo, err := b.dev.Alloc(kind, size)
-	if err != nil {
-		return 0, nil, fmt.Errorf("allocate %s buffer of %d bytes: %w", kind, size, err)
-	}
-	host, err := b.dev.Map(bo)
-	if err != nil {
-		b.dev.Free(bo)
-		return 0, nil, fmt.Errorf("map %s buffer: %w", kind, err)
-	}
-	b.stats.PinnedBytes += int64(size)
-	b.stats.PinnedPeak = max(b.stats.PinnedPeak, b.stats.PinnedBytes)
-	return bo, host[:size:size], nil
-}
-
-func (b *Backend) free(bo BO, size int) {
-	if bo == 0 {
-		return
-	}
-	b.dev.Free(bo)
-	b.stats.PinnedBytes -= int64(size)
-}
-
-func (b *Backend) freeAll() {
-	for i := range b.ring {
-		b.free(b.ring[i].bo, len(b.ring[i].host))
-		b.ring[i] = ringBuf{}
-	}
-	for _, in := range b.instr {
-		b.free(in.bo, len(in.host))
-	}
-	b.instr = nil
-	b.free(b.act.bo, len(b.act.host))
-	b.free(b.out.bo, len(b.out.host))
-	b.act, b.out = ioBuf{}, ioBuf{}
 }
 
 // Close waits for a background prefetch and frees the buffers; the device
@@ -470,397 +393,3 @@ func (b *Backend) fault(name string, err error) {
 	fmt.Fprintf(b.warn, "npu: %s: %v; computing it and every later matmul on the CPU\n", name, err)
 }
 
-// place returns the state of the matrix called name, deciding on first
-// sight (or when its blob changes) whether it can run on the device.
-func (b *Backend) place(name string, m *cpu.Matrix) *mat {
-	mt := b.mats[name]
-	if mt != nil && mt.m.G == m.G && sameBytes(mt.m.Blob, m.Blob) {
-		return mt
-	}
-	mt = &mat{name: name, m: *m} // a new blob is a new mat: what is staged of the old one no longer matches
-	b.mats[name] = mt
-	e := b.entries[name]
-	switch {
-	case e == nil:
-		mt.why = "not in the manifest"
-		return mt
-	case e.Device != "npu":
-		mt.why = cmp.Or(e.Reason, "planned on the CPU")
-		return mt
-	}
-	k := b.kernels[e.Slot]
-	if k == 0 {
-		mt.why = "slot " + e.Slot + " not loaded"
-		return mt
-	}
-	cpuOnly := func(format string, args ...any) *mat {
-		mt.why = fmt.Sprintf(format, args...)
-		msg := fmt.Sprintf("%s: planned on the NPU, runs on the CPU: %s", name, mt.why)
-		b.notes = append(b.notes, msg)
-		if !b.warned[mt.why] { // one line per reason; Notes lists every tensor
-			b.warned[mt.why] = true
-			fmt.Fprintf(b.warn, "npu: %s\n", msg)
-		}
-		return mt
-	}
-	g := m.G
-	if err := m.Check(); err != nil {
-		return cpuOnly("%v", err)
-	}
-	if len(e.Shape) != 2 || e.Shape[0] != g.K || e.Shape[1] != g.N || e.Type != g.Type.String() || e.KTile != g.KTile {
-		return cpuOnly("matrix %s [%d][%d] tile %d does not match the manifest's %s %v tile %d", g.Type, g.N, g.K, g.KTile, e.Type, e.Shape, e.KTile)
-	}
-	if w := b.widths[e.Slot]; g.Columns > w {
-		return cpuOnly("packed for %d columns, slot %s's design is %d wide", g.Columns, e.Slot, w)
-	}
-	chunks, err := PlanChunks(g, b.opt.RingSize)
-	if err != nil {
-		return cpuOnly("%v", err)
-	}
-	mt.kernel, mt.chunks = k, chunks
-	return mt
-}
-
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
-}
-
-// run computes the call on the device: per group of tokens that fits the
-// I/O buffers, it writes every dispatch's parameter header and activation
-// records into bo1, stages each chunk into the ring and submits one TXN
-// stream per MaxTokens tokens of it, then reads the columns' outputs back
-// into y, adding the partial sums of chunks that split K.
-func (b *Backend) run(mt *mat, x, y []float32, n int) error {
-	g := mt.m.G
-	per := ioTokens(g, mt.chunks, b.opt.IOSize, n)
-	l := &b.io
-	for t0 := 0; t0 < n; t0 += per {
-		tb := min(per, n-t0)
-		planIO(g, mt.chunks, tb, l)
-		if err := b.ensureIO(l.act, l.out); err != nil {
-			return err
-		}
-		for i := range l.d {
-			b.putActs(mt, &l.d[i], x[t0*g.K:])
-		}
-		if err := b.sync(b.act.bo, ToDevice, l.act); err != nil {
-			return err
-		}
-		for i := 0; i < len(l.d); {
-			ci := l.d[i].ci
-			ri, err := b.stage(mt, ci, false)
-			if err != nil {
-				return err
-			}
-			for ; i < len(l.d) && l.d[i].ci == ci; i++ {
-				if err := b.submit(mt, &l.d[i], ri); err != nil {
-					return err
-				}
-			}
-		}
-		if t0+tb == n {
-			b.prefetch(mt)
-		}
-		if err := b.waitAll(); err != nil {
-			return err
-		}
-		if err := b.sync(b.out.bo, FromDevice, l.out); err != nil {
-			return err
-		}
-		for i := range l.d {
-			b.gather(mt, &l.d[i], y[t0*g.N:])
-		}
-	}
-	return nil
-}
-
-// params returns the parameter header of dispatch d of mt.
-func (b *Backend) params(mt *mat, d *ioDispatch) Params {
-	p := chunkParams(mt.m.G, mt.chunks[d.ci], d.ts, b.rows)
-	b.rows = p.Rows
-	return p
-}
-
-// putActs writes dispatch d's header and activation records into bo1
-// (x is the token group's activations).
-func (b *Backend) putActs(mt *mat, d *ioDispatch, x []float32) {
-	g := mt.m.G
-	ch := mt.chunks[d.ci]
-	p := b.params(mt, d)
-	p.Put(b.act.host[d.hdr:])
-	rec := p.RecordBytes()
-	o := d.hdr + ParamsBytes
-	for i := 0; i < ch.Tiles; i++ {
-		k0 := (ch.Tile0 + i) * g.KTile
-		for t := d.s0; t < d.s0+d.ts; t++ {
-			PutActs(g.Type, x[t*g.K+k0:t*g.K+k0+g.KTile], 1, g.KTile, b.act.host[o:o+rec])
-			o += rec
-		}
-	}
-}
-
-// gather moves dispatch d's outputs from bo2 into y (the token group's
-// outputs): the first K-chunk of a row stores, later ones add.
-func (b *Backend) gather(mt *mat, d *ioDispatch, y []float32) {
-	g := mt.m.G
-	ch := mt.chunks[d.ci]
-	out := b.out.host
-	for j, c := 0, ch.Group0; c < ch.Group0+ch.Groups; j, c = j+1, c+1 {
-		first, rows := g.GroupRows(c)
-		o := d.outs[j]
-		for r0 := 0; r0 < rows; r0 += RowChunk {
-			rc := min(RowChunk, rows-r0)
-			for t := d.s0; t < d.s0+d.ts; t++ {
-				yy := y[t*g.N+first+r0 : t*g.N+first+r0+rc]
-				for i := range yy {
-					v := math.Float32frombits(binary.LittleEndian.Uint32(out[o:]))
-					if ch.Tile0 > 0 {
-						v = yy[i] + v
-					}
-					yy[i] = v
-					o += 4
-				}
-			}
-		}
-	}
-}
-
-// stage returns the ring buffer holding chunk ci of mt, copying it from the
-// blob into the buffer not used by the latest submission if no buffer holds
-// it yet. With async, the copy and sync run in the background (a prefetch).
-// Each group's run is written in the kernel's order (params.go): by row
-// chunk, then tile, then plane.
-func (b *Backend) stage(mt *mat, ci int, async bool) (int, error) {
-	for i := range b.ring {
-		r := &b.ring[i]
-		if r.owner == mt && r.chunk == ci {
-			switch {
-			case async:
-			case r.ahead:
-				b.stats.PrefetchHits++
-			default:
-				b.stats.ReusedBytes += int64(mt.chunks[ci].Bytes)
-			}
-			r.ahead = r.ahead && async
-			return i, nil
-		}
-	}
-	i := 0
-	if b.lastRing == 0 {
-		i = 1
-	}
-	r := &b.ring[i]
-	if err := b.waitSeq(r.seq); err != nil {
-		return 0, err
-	}
-	r.owner, r.chunk, r.ahead = mt, ci, async
-	ch := mt.chunks[ci]
-	fill := func() error {
-		stageChunk(mt.m.G, mt.m.Blob, ch, r.host)
-		return b.dev.Sync(r.bo, ToDevice, 0, ch.Bytes)
-	}
-	b.stats.WeightBytes += int64(ch.Bytes)
-	b.stats.BytesToDevice += int64(ch.Bytes)
-	b.stats.Syncs++
-	if !async {
-		if err := fill(); err != nil {
-			r.owner = nil
-			return 0, fmt.Errorf("sync staging buffer: %w", err)
-		}
-		return i, nil
-	}
-	b.stats.Prefetches++
-	b.pf.Add(1)
-	go func() {
-		defer b.pf.Done()
-		if err := fill(); err != nil {
-			b.pfErr = fmt.Errorf("prefetch: sync staging buffer: %w", err)
-		}
-	}()
-	return i, nil
-}
-
-// stageChunk copies chunk ch of the planar blob into dst in the kernel's
-// order: the chunk's groups back to back, each as row chunk, tile, plane,
-// every plane of a (row chunk, tile) on 64 bytes as TileBytes lays it out.
-func stageChunk(g planar.Geometry, blob []byte, ch Chunk, dst []byte) {
-	np := len(g.Format().Planes)
-	off := 0
-	for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {
-		_, rows := g.GroupRows(c)
-		for r0 := 0; r0 < rows; r0 += RowChunk {
-			rc := min(RowChunk, rows-r0)
-			tg := RunGeometry(g.Type, rc, g.KTile, 1)
-			tb := tg.TileBytes(rc)
-			for t := ch.Tile0; t < ch.Tile0+ch.Tiles; t++ {
-				for p := 0; p < np; p++ {
-					src, per := g.PlaneOffset(c, t, p)
-					do, _ := tg.PlaneOffset(0, 0, p)
-					copy(dst[off+do:off+do+rc*per], blob[src+r0*per:src+(r0+rc)*per])
-				}
-				off += tb
-			}
-		}
-	}
-}
-
-// prefetch stages, in the background, the first chunk of the NPU call that
-// followed this one last time (decode repeats the same sequence every
-// token), into the buffer the latest submission does not read, so that the
-// copy overlaps the device's run and the host's work until that call.
-func (b *Backend) prefetch(mt *mat) {
-	nm := b.mats[b.next[mt.name]]
-	if nm == nil || nm.kernel == 0 || len(nm.chunks) == 0 {
-		return
-	}
-	if _, err := b.stage(nm, 0, true); err != nil {
-		b.pfErr = err
-	}
-}
-
-// joinPrefetch waits for a background prefetch; its error faults the
-// device at the next call.
-func (b *Backend) joinPrefetch() {
-	b.pf.Wait()
-	if b.pfErr != nil && !b.faulted {
-		err := b.pfErr
-		b.pfErr = nil
-		for i := range b.ring {
-			b.ring[i].owner = nil
-		}
-		b.fault("prefetch", err)
-	}
-}
-
-// ensureIO grows the activation and output buffers to hold act and out bytes.
-func (b *Backend) ensureIO(act, out int) error {
-	for _, x := range []struct {
-		buf  *ioBuf
-		need int
-	}{{&b.act, act}, {&b.out, out}} {
-		if len(x.buf.host) >= x.need {
-			continue
-		}
-		b.free(x.buf.bo, len(x.buf.host))
-		*x.buf = ioBuf{}
-		bo, host, err := b.alloc(BOData, max(x.need, b.opt.IOSize))
-		if err != nil {
-			return err
-		}
-		*x.buf = ioBuf{bo, host}
-	}
-	return nil
-}
-
-func (b *Backend) sync(bo BO, dir Direction, n int) error {
-	if err := b.dev.Sync(bo, dir, 0, n); err != nil {
-		return fmt.Errorf("sync: %w", err)
-	}
-	b.stats.Syncs++
-	if dir == ToDevice {
-		b.stats.BytesToDevice += int64(n)
-	} else {
-		b.stats.BytesFromDevice += int64(n)
-	}
-	return nil
-}
-
-// submit builds dispatch d's TXN stream into a free instruction buffer
-// and runs mt's kernel over ring buffer ri and the I/O buffers.
-func (b *Backend) submit(mt *mat, d *ioDispatch, ri int) error {
-	for len(b.inflight) >= len(b.instr) {
-		if err := b.waitSeq(b.inflight[0].seq); err != nil {
-			return err
-		}
-	}
-	in := &b.instr[b.seq%int64(len(b.instr))]
-	if err := b.waitSeq(in.seq); err != nil {
-		return err
-	}
-	p := b.params(mt, d)
-	w, cnt, err := buildStream(&b.gemv, &p, d, b.info.Gen, b.opt.MaxBDBytes)
-	if err != nil {
-		return fmt.Errorf("dispatch %d: %w", b.seq+1, err)
-	}
-	if 4*len(w) > len(in.host) {
-		return fmt.Errorf("dispatch %d: a stream of %d words, instruction buffers hold %d bytes", b.seq+1, len(w), len(in.host))
-	}
-	for i, v := range w {
-		binary.LittleEndian.PutUint32(in.host[4*i:], v)
-	}
-	if err := b.sync(in.bo, ToDevice, 4*len(w)); err != nil {
-		return err
-	}
-	r, err := b.dev.Run(mt.kernel, OpcodeTxn, in.bo, len(w), b.ring[ri].bo, b.act.bo, b.out.bo)
-	b.seq++
-	if err != nil {
-		return fmt.Errorf("dispatch %d: run: %w", b.seq, err)
-	}
-	b.stats.Dispatches++
-	b.stats.StreamedBytes += cnt.WeightBytes
-	b.stats.TxnWords += int64(cnt.Words)
-	b.stats.BDs += int64(cnt.BDs)
-	if b.lastK != 0 && b.lastK != mt.kernel {
-		b.stats.ContextSwitches++
-	}
-	b.lastK = mt.kernel
-	b.inflight = append(b.inflight, flight{b.seq, r})
-	in.seq, b.ring[ri].seq, b.lastRing = b.seq, b.seq, ri
-	return nil
-}
-
-// buildStream builds into gv the TXN stream of dispatch d with header p:
-// the columns' runs back to back from the start of the staging buffer,
-// the header and records at d.hdr, the outputs at d.outs.
-func buildStream(gv *txn.GEMV, p *Params, d *ioDispatch, gen txn.Gen, maxBD int) ([]uint32, txn.Counts, error) {
-	*gv = txn.GEMV{Gen: gen, Weights: gv.Weights[:0], Outs: gv.Outs[:0], Header: d.hdr,
-		Records: txn.Range{Off: d.hdr + ParamsBytes, Bytes: p.ActBytes()}, RowChunks: p.RowChunks,
-		MaxBDBytes: maxBD}
-	woff := 0
-	for c := range p.Rows {
-		wb := p.WeightBytes(c)
-		gv.Weights = append(gv.Weights, txn.Range{Off: woff, Bytes: wb})
-		gv.Outs = append(gv.Outs, txn.Range{Off: d.outs[c], Bytes: p.OutBytes(c)})
-		woff += wb
-	}
-	return gv.Build()
-}
-
-// FirstStream returns the TXN stream of the first dispatch of a call of
-// tokens tokens on matrix g on a device of generation gen, with staging
-// and I/O buffers of the default sizes, as the Backend submits it (the
-// buffer addresses left to the patches), and its parameter header.
-func FirstStream(g planar.Geometry, gen txn.Gen, tokens int) ([]uint32, Params, txn.Counts, error) {
-	chunks, err := PlanChunks(g, DefaultRingSize)
-	if err != nil {
-		return nil, Params{}, txn.Counts{}, err
-	}
-	if tokens < 1 {
-		return nil, Params{}, txn.Counts{}, fmt.Errorf("npu: %d tokens", tokens)
-	}
-	var l ioLayout
-	planIO(g, chunks, min(tokens, ioTokens(g, chunks, DefaultIOSize, tokens)), &l)
-	d := &l.d[0]
-	p := chunkParams(g, chunks[d.ci], d.ts, nil)
-	var gv txn.GEMV
-	w, cnt, err := buildStream(&gv, &p, d, gen, 0)
-	return w, p, cnt, err
-}
-
-// waitSeq waits for every submission up to seq.
-func (b *Backend) waitSeq(seq int64) error {
-	for b.done < seq && len(b.inflight) > 0 {
-		f := b.inflight[0]
-		b.inflight = b.inflight[1:]
-		if err := b.dev.Wait(f.run, b.opt.Timeout); err != nil {
-			if errors.Is(err, ErrTimeout) {
-				return fmt.Errorf("dispatch %d: %w after %v", f.seq, err, b.opt.Timeout)
-			}
-			return fmt.Errorf("dispatch %d: %w", f.seq, err)
-		}
-		b.done = f.seq
-	}
-	return nil
-}
-
-func (b *Backend) waitAll() error { return b.waitSeq(b.seq) }

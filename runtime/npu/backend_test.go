@@ -15,7 +15,9 @@ import (
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/design"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
+	"github.com/xdna-go/xdna/target"
 )
 
 // Tolerances of the device's GEMV against the scalar reference
@@ -87,7 +89,7 @@ func newBackend(t testing.TB, m *cpu.Matrix, opt npu.Options) (*npu.Backend, *em
 	t.Helper()
 	dev := emu.New(emu.XDNA2())
 	t.Cleanup(func() { dev.Close() })
-	slot := slotFor(t, "s", m.G, max(m.G.Columns, 1))
+	slot := slotFor(t, "s", m.G, 8) // the XDNA2 designs are 8 columns wide
 	be, err := npu.NewBackend(dev, []layout.TensorEntry{entry("w", m, "npu", "s")}, []npu.Slot{slot}, nil, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -103,9 +105,18 @@ func newBackend(t testing.TB, m *cpu.Matrix, opt npu.Options) (*npu.Backend, *em
 // leave the guard band after y alone.
 func TestGEMVAgainstReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	for _, typ := range allTypes {
+	for _, typ := range npuTypes {
 		for _, g := range shapes(typ) {
 			m := packed(t, rng, g)
+			if _, err := design.New(target.XDNA2, g.Type, g.KTile); err != nil {
+				// A K-tile whose pieces do not fit a core: no design, so
+				// the slot is not loaded and the CPU computes it.
+				be, _ := newBackend(t, m, npu.Options{})
+				if d, why := be.Placement("w"); d != "cpu" || !strings.Contains(why, "not loaded") {
+					t.Errorf("%s (%v): placement %s %q, want the CPU", geomName(g), err, d, why)
+				}
+				continue
+			}
 			w := make([]float32, g.N*g.K)
 			for n := 0; n < g.N; n++ {
 				planar.DequantRow(g, m.Blob, n, w[n*g.K:(n+1)*g.K])
@@ -188,12 +199,12 @@ func TestRingBoundsPinnedMemory(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, g := range []planar.Geometry{
 		{Type: planar.Q4_0, N: 3001, K: 2048, Columns: 8, KTile: 256}, // 3.4 MiB: split by K-tiles
-		{Type: planar.Q8_0, N: 4099, K: 2048, Columns: 8, KTile: 512}, // a tile of all groups is 2.2 MiB: split by groups
+		{Type: planar.Q8_0, N: 8000, K: 2048, Columns: 8, KTile: 256}, // a tile of all groups is 2.2 MiB: split by groups
 		{Type: planar.Q6_K, N: 1500, K: 2560, Columns: 8, KTile: 256},
 	} {
 		m := packed(t, rng, g)
 		be, dev := newBackend(t, m, npu.Options{RingSize: ring, IOSize: io})
-		chunks, err := npu.PlanChunks(g, ring)
+		chunks, err := npu.PlanChunks(dsn(t, g, target.XDNA2), g, ring)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +217,7 @@ func TestRingBoundsPinnedMemory(t *testing.T) {
 			y := make([]float32, b*g.N)
 			before := be.Stats().Dispatches
 			be.MatMat("w", m, x, y, b)
-			n, err := npu.Dispatches(g, b, ring, io)
+			n, err := npu.Dispatches(dsn(t, g, target.XDNA2), g, b, ring, io)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -249,7 +260,7 @@ func TestFaultFallsBack(t *testing.T) {
 		// A second: long enough that a loaded machine does not time out a
 		// dispatch the fault did not touch (100 ms once did at load 7).
 		be, dev := newBackend(t, m, npu.Options{RingSize: 256 << 10, Timeout: time.Second, Warn: &warn})
-		per, _ := npu.Dispatches(g, 1, 256<<10, 0)
+		per, _ := npu.Dispatches(dsn(t, g, target.XDNA2), g, 1, 256<<10, 0)
 		k := int64(per + 2) // inside the second call
 		dev.InjectFault(k, fault)
 		for call := 0; call < 5; call++ {
@@ -347,7 +358,7 @@ func TestContextLimit(t *testing.T) {
 	}
 
 	// The device refuses a seventh context directly.
-	x, _ := emu.XCLBin(planar.Q4_0, 4096, 4)
+	x, _ := emu.XCLBin(planar.Q4_0, 256, 4)
 	if _, err := dev.LoadKernel(x, "MLIR_AIE"); !errors.Is(err, npu.ErrContextLimit) {
 		t.Errorf("seventh context: %v, want ErrContextLimit", err)
 	}
@@ -367,12 +378,12 @@ func TestPlacementChecks(t *testing.T) {
 	mc := packed(t, rng, planar.Geometry{Type: planar.Q8_0, N: 40, K: 64, Columns: 8, KTile: 32})
 	dev := emu.New(emu.XDNA2())
 	defer dev.Close()
-	narrow := slotFor(t, "narrow", g8, 4) // a 4-column design
-	other := entry("mismatch", m8, "npu", "narrow")
+	narrow := slotFor(t, "narrow", g8, 4) // a 4-column xclbin: no XDNA2 design is
+	other := entry("mismatch", m8, "npu", "s")
 	other.Shape = []int{g8.K, g8.N + 1}
 	var warn bytes.Buffer
 	be, err := npu.NewBackend(dev, []layout.TensorEntry{entry("w", m8, "npu", "narrow"), other, entry("c", mc, "cpu", "")},
-		[]npu.Slot{narrow}, nil, npu.Options{Warn: &warn})
+		[]npu.Slot{narrow, slotFor(t, "s", g8, 8)}, nil, npu.Options{Warn: &warn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +392,7 @@ func TestPlacementChecks(t *testing.T) {
 		name string
 		m    *cpu.Matrix
 		why  string
-	}{{"w", m8, "4 wide"}, {"mismatch", m8, "does not match"}, {"c", mc, ""}, {"absent", mc, "not in the manifest"}} {
+	}{{"w", m8, "not loaded"}, {"mismatch", m8, "does not match"}, {"c", mc, ""}, {"absent", mc, "not in the manifest"}} {
 		x := randomX(rng, c.m.G.K)
 		y, want := make([]float32, c.m.G.N), make([]float32, c.m.G.N)
 		be.MatVec(c.name, c.m, x, y)
@@ -399,7 +410,7 @@ func TestPlacementChecks(t *testing.T) {
 	if st.Faults != 0 || st.Dispatches != 0 || st.CPUCalls != 4 || dev.Counters().Dispatches != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	if len(be.Notes()) != 2 || strings.Count(warn.String(), "\n") != 2 {
+	if len(be.Notes()) != 2 || strings.Count(warn.String(), "\n") != 2 || !strings.Contains(warn.String(), "4 columns wide") {
 		t.Errorf("notes %q, warnings %q", be.Notes(), warn.String())
 	}
 }
@@ -435,13 +446,22 @@ func TestStagedReuse(t *testing.T) {
 		check("a", a)
 		check("b", bm)
 	}
+	// What a matrix stages is its design's weight runs, padding rows and all.
+	run := func(g planar.Geometry) int64 {
+		c, err := npu.StreamCounts(dsn(t, g, target.XDNA2), g, 1, 1<<20, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.WeightBytes
+	}
+	sa, sb := run(ga), run(gb)
 	st := be.Stats()
-	if st.WeightBytes != int64(ga.Size()+gb.Size()) || st.ReusedBytes != 4*int64(ga.Size()+gb.Size()) {
-		t.Errorf("staged %d, reused %d bytes; want each matrix staged once", st.WeightBytes, st.ReusedBytes)
+	if st.WeightBytes != sa+sb || st.ReusedBytes != 4*(sa+sb) {
+		t.Errorf("staged %d, reused %d bytes; want each matrix's %d and %d staged once", st.WeightBytes, st.ReusedBytes, sa, sb)
 	}
 	a2 := packed(t, rng, ga) // same name, new weights
 	check("a", a2)
-	if got := be.Stats().WeightBytes; got != st.WeightBytes+int64(ga.Size()) {
-		t.Errorf("new blob: staged %d more bytes, want %d", got-st.WeightBytes, ga.Size())
+	if got := be.Stats().WeightBytes; got != st.WeightBytes+sa {
+		t.Errorf("new blob: staged %d more bytes, want %d", got-st.WeightBytes, sa)
 	}
 }

@@ -11,14 +11,20 @@ import (
 
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
+	"github.com/xdna-go/xdna/runtime/npu/design"
+	"github.com/xdna-go/xdna/target"
 )
 
 // Prediction is the cost model's estimate of one decode token (one MatVec
 // per matrix) of a plan on a target.
 //
 // The device part is kernelsel's Target.Predict: Dispatches launches at
-// dispatch_us, NPUBytes streamed at weight_gbps, ContextSwitches at
-// context_switch_us (per column when the catalog says so). The host part
+// dispatch_us, NPUBytes (what the design's weight runs hold, padding rows
+// included) streamed at weight_gbps, ContextSwitches at context_switch_us
+// (per column when the catalog says so); and from each slot's design
+// (design.Timing): a dispatch lasts as long as its slowest part, so where
+// the activation broadcast, the outputs or the cores' kernel (its cycle
+// estimates) take longer than the weights, Array is that excess. The host part
 // needs the host's memory bandwidth (cpuGBs, 1e9 bytes/s; 0 leaves it
 // out): the CPU matmuls read CPUBytes, and the NPU's weights are copied
 // from the mapped file into the staging ring (Stage), which the Backend
@@ -36,12 +42,15 @@ type Prediction struct {
 	Dispatches      int   // kernel launches per token
 	TxnWords        int   // instruction-stream words per token
 	BDs             int   // shim BDs the streams write per token
-	NPUBytes        int64 // weight bytes streamed by the NPU per token
+	NPUBytes        int64 // weight bytes streamed by the NPU per token (the designs' runs)
+	PackedBytes     int64 // of which in the package (the rest pads row blocks)
+	ActBytes        int64 // activation bytes broadcast per token (headers, replays)
 	CPUBytes        int64 // weight bytes read by the CPU matmuls per token
 	ContextSwitches int   // per token, counting the wrap to the next token
 
 	Dispatch time.Duration // Dispatches launches
 	Stream   time.Duration // NPUBytes at the target's weight bandwidth
+	Array    time.Duration // what the designs' other channels and cores add beyond Stream
 	Switch   time.Duration // ContextSwitches
 	Stage    time.Duration // host copy of NPUBytes into the ring at cpuGBs
 	CPU      time.Duration // CPUBytes at cpuGBs
@@ -109,20 +118,26 @@ func PredictRing(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float
 			continue
 		}
 		tc := TensorCost{Name: e.Name, Device: "cpu", Bytes: e.Size}
+		var extra time.Duration
 		if e.Device == "npu" {
-			if g, err := e.Geometry(t.Columns); err == nil {
-				if n, w, bds, err := StreamCounts(g, 1, ringSize, 0); err == nil {
-					tc.Device, tc.Slot, tc.Dispatches = "npu", e.Slot, n
-					p.TxnWords += w
-					p.BDs += bds
-				}
+			if cnt, ok := npuCounts(e, t, ringSize); ok {
+				tc.Device, tc.Slot, tc.Dispatches, tc.Bytes = "npu", e.Slot, cnt.Dispatches, cnt.WeightBytes
+				p.TxnWords += cnt.Words
+				p.BDs += cnt.BDs
+				p.ActBytes += cnt.ActBytes
+				p.PackedBytes += e.Size
+				// The weights' time is the catalog's (overridable) figure;
+				// the array's other parts are the design's.
+				w := t.Predict(0, cnt.WeightBytes, 0)
+				extra = max(0, max(cnt.Timing.Acts, cnt.Timing.Outs, cnt.Timing.Compute)-w)
 			}
 		}
 		if tc.Device == "npu" {
 			p.NPUMatrices++
 			p.Dispatches += tc.Dispatches
 			p.NPUBytes += tc.Bytes
-			tc.Time = t.Predict(tc.Dispatches, tc.Bytes, 0)
+			p.Array += extra
+			tc.Time = t.Predict(tc.Dispatches, tc.Bytes, 0) + extra
 			slots = append(slots, tc.Slot)
 		} else {
 			p.CPUMatrices++
@@ -137,7 +152,7 @@ func PredictRing(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float
 		}
 	}
 	p.Dispatch = t.Predict(p.Dispatches, 0, 0)
-	p.Stream = t.Predict(0, p.NPUBytes, 0)
+	p.Stream = t.Predict(0, p.NPUBytes, 0) + p.Array
 	p.Switch = t.Predict(0, 0, p.ContextSwitches)
 	p.Stage = cpuTime(p.NPUBytes)
 	p.CPU = cpuTime(p.CPUBytes)
@@ -154,6 +169,26 @@ func PredictRing(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float
 			Total: p.CPU + p.Switch + max(d+p.Stream, p.Stage)})
 	}
 	return p
+}
+
+// npuCounts returns what one decode call of entry e moves on target t's
+// design for its slot; ok is false when no design or dispatch carries it
+// (the Backend then runs it on the CPU).
+func npuCounts(e layout.TensorEntry, t *kernelsel.Target, ringSize int) (Counts, bool) {
+	tgt, err := target.ByName(t.Name)
+	if err != nil {
+		return Counts{}, false
+	}
+	g, err := e.Geometry(t.Columns)
+	if err != nil {
+		return Counts{}, false
+	}
+	d, err := design.New(tgt, g.Type, g.KTile)
+	if err != nil {
+		return Counts{}, false
+	}
+	cnt, err := StreamCounts(d, g, 1, ringSize, 0)
+	return cnt, err == nil
 }
 
 // SubmitPath is a way of submitting a token's dispatches and its cost per
@@ -205,6 +240,8 @@ func (p *Prediction) String() string {
 	}
 	fmt.Fprintf(&b, "  npu: %d matrices, %d dispatches (%v), %s streamed (%v), %d context switches (%v)\n",
 		p.NPUMatrices, p.Dispatches, p.Dispatch, mib(p.NPUBytes), p.Stream, p.ContextSwitches, p.Switch)
+	fmt.Fprintf(&b, "  designs: %s of the package and %s of row-block padding streamed, %s of activations broadcast; the cores and the other channels add %v\n",
+		mib(p.PackedBytes), mib(p.NPUBytes-p.PackedBytes), mib(p.ActBytes), p.Array)
 	fmt.Fprintf(&b, "  host: %s staged into the ring (%v, overlapped), %d cpu matrices %s (%v)\n",
 		mib(p.NPUBytes), p.Stage, p.CPUMatrices, mib(p.CPUBytes), p.CPU)
 	fmt.Fprintf(&b, "  streams: %d TXN words, %d shim BDs per token\n", p.TxnWords, p.BDs)

@@ -85,11 +85,11 @@ func TestPredict(t *testing.T) {
 	// Sequence of slots: q4k q4k q4k q6k | q4k q4k q4k q6k | q6k, and the wrap
 	// back to q4k: 4 switches.
 	if p.NPUMatrices != 9 || p.CPUMatrices != 0 || p.Dispatches != 9 || p.ContextSwitches != 4 ||
-		p.NPUBytes != npuBytes || p.CPUBytes != cpuBytes {
+		p.PackedBytes != npuBytes || p.NPUBytes < npuBytes || p.CPUBytes != cpuBytes {
 		t.Fatalf("prediction %+v; want 9 NPU matrices, 9 dispatches, 4 switches, %d bytes", p, npuBytes)
 	}
 	if p.Dispatch != 9*150*time.Microsecond || p.Switch != 4*8*360*time.Microsecond ||
-		p.Stream != xdna2.Predict(0, npuBytes, 0) || p.Stage != time.Duration(float64(npuBytes)/cpuGBs+0.5) {
+		p.Stream != xdna2.Predict(0, p.NPUBytes, 0)+p.Array || p.Stage != time.Duration(float64(p.NPUBytes)/cpuGBs+0.5) {
 		t.Errorf("breakdown %v %v %v %v", p.Dispatch, p.Switch, p.Stream, p.Stage)
 	}
 	if p.Total != p.CPU+p.Switch+max(p.Dispatch+p.Stream, p.Stage) || p.TokensPerSecond() <= 0 {

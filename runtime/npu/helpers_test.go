@@ -11,8 +11,14 @@ import (
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/runtime/npu/design"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
+	"github.com/xdna-go/xdna/target"
 )
+
+// npuTypes are the formats with a GEMV kernel (the float formats have none:
+// the catalog plans them on the CPU and design.New refuses them).
+var npuTypes = []planar.Type{planar.Q4_0, planar.Q5_0, planar.Q8_0, planar.Q4_K, planar.Q5_K, planar.Q6_K}
 
 var allTypes = []planar.Type{planar.F32, planar.F16, planar.BF16, planar.Q4_0, planar.Q5_0,
 	planar.Q8_0, planar.Q4_K, planar.Q5_K, planar.Q6_K}
@@ -94,6 +100,16 @@ func entry(name string, m *cpu.Matrix, device, slot string) layout.TensorEntry {
 		Name: name, Shape: []int{g.K, g.N}, Type: g.Type.String(), Format: f.Name, KTile: g.KTile,
 		BlobRef: layout.BlobRef{Size: int64(g.Size())}, Device: device, Slot: slot,
 	}
+}
+
+// dsn returns the design of g's format and K-tile on tg.
+func dsn(t testing.TB, g planar.Geometry, tg *target.Target) *design.Design {
+	t.Helper()
+	d, err := design.New(tg, g.Type, g.KTile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // slotFor returns an emulator slot for m's format and K-tile.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/npu"
+	"github.com/xdna-go/xdna/target"
 )
 
 // TestPlanChunks checks the splits on the edges: a matrix that fits is one
@@ -14,16 +15,18 @@ import (
 // the chunks cover every (group, tile) exactly once.
 func TestPlanChunks(t *testing.T) {
 	g := planar.Geometry{Type: planar.Q4_0, N: 1000, K: 4096, Columns: 8, KTile: 256}
+	d := dsn(t, g, target.XDNA2)
 	per := 0
 	for c := 0; c < 8; c++ {
 		_, n := g.GroupRows(c)
-		per += g.TileBytes(n)
+		per += npu.StagedTileBytes(d, n)
 	}
+	size := per * g.Tiles()
 	for _, c := range []struct {
 		ring, chunks int
 	}{
-		{g.Size(), 1},
-		{g.Size() - 1, 2},
+		{size, 1},
+		{size - 1, 2},
 		{per, 16},
 		{per*5 + 1, 4}, // 16 tiles at most 5 per chunk: 4 chunks of 4
 		// One tile of all 8 groups does not fit: 3 runs of 2, 3 and 3 groups
@@ -31,7 +34,7 @@ func TestPlanChunks(t *testing.T) {
 		// 1 tile per chunk: 32).
 		{per - 1, 22},
 	} {
-		chunks, err := npu.PlanChunks(g, c.ring)
+		chunks, err := npu.PlanChunks(d, g, c.ring)
 		if err != nil {
 			t.Fatalf("ring %d: %v", c.ring, err)
 		}
@@ -59,12 +62,12 @@ func TestPlanChunks(t *testing.T) {
 		}
 	}
 	_, n := g.GroupRows(0)
-	if _, err := npu.PlanChunks(g, g.TileBytes(n)-1); !errors.Is(err, npu.ErrTooLarge) {
+	if _, err := npu.PlanChunks(d, g, npu.StagedTileBytes(d, n)-1); !errors.Is(err, npu.ErrTooLarge) {
 		t.Errorf("group tile larger than the ring: %v, want ErrTooLarge", err)
 	}
 	// Empty trailing groups (N < C) are skipped.
 	small := planar.Geometry{Type: planar.Q8_0, N: 3, K: 64, Columns: 8, KTile: 32}
-	chunks, err := npu.PlanChunks(small, 1<<20)
+	chunks, err := npu.PlanChunks(dsn(t, small, target.XDNA2), small, 1<<20)
 	if err != nil || len(chunks) != 1 || chunks[0].Groups != 3 {
 		t.Errorf("N=3 on 8 columns: %+v, %v; want one chunk of 3 groups", chunks, err)
 	}

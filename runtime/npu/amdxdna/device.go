@@ -42,6 +42,7 @@ import (
 
 	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/txn"
+	aie "github.com/xdna-go/xdna/target"
 	"github.com/xdna-go/xdna/xclbin"
 )
 
@@ -240,16 +241,18 @@ func (d *Device) init() error {
 	if err != nil {
 		return fmt.Errorf("GET_INFO AIE metadata: %w", err)
 	}
-	target := ""
-	switch d.meta.Cols {
-	case 4, 5: // Phoenix reports its 5 physical columns; contexts use 4
-		d.info, target = npu.Info{Gen: txn.NPU1, Columns: 4, MaxContexts: 6, MaxInFlight: MaxInFlight}, "xdna1"
-	case 8:
-		d.info, target = npu.Info{Gen: txn.NPU2, Columns: 8, MaxContexts: 16, MaxInFlight: MaxInFlight}, "xdna2"
-	default:
+	var tg *aie.Target
+	for _, t := range aie.All {
+		// Phoenix reports its 5 physical columns (HostColumns); contexts use 4.
+		if int(d.meta.Cols) == t.HostColumns || int(d.meta.Cols) == t.Columns {
+			tg = t
+		}
+	}
+	if tg == nil {
 		return fmt.Errorf("AIE array of %d columns: neither XDNA1 (4-5) nor XDNA2 (8)", d.meta.Cols)
 	}
-	d.info.Name = fmt.Sprintf("amdxdna:%s %s", filepath.Base(d.path), target)
+	d.info = npu.Info{Gen: txn.Gen(tg.Gen), Columns: tg.Columns, MaxContexts: tg.MaxContexts, MaxInFlight: MaxInFlight}
+	d.info.Name = fmt.Sprintf("amdxdna:%s %s", filepath.Base(d.path), tg.Name)
 	return d.mapHeap()
 }
 

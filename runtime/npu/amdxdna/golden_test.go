@@ -126,7 +126,7 @@ func TestGoldens(t *testing.T) {
 				}
 				opt := npu.Options{Warn: &warn, Timeout: 2e9}
 				if v.chains {
-					opt.RingSize = 64 << 10 // small staging buffers: a call takes several dispatches, which chain
+					opt.RingSize = 160 << 10 // small staging buffers: a call takes several dispatches, which chain
 				}
 				be, err := npu.NewBackend(dev, mf.Tensors, slots, nil, opt)
 				if err != nil {

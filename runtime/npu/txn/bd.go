@@ -10,11 +10,11 @@ import (
 const (
 	ShimBDBase   = 0x1D000 // BD i at ShimBDBase + ShimBDStride*i
 	ShimBDStride = 0x20    // 8 words
-	ShimBDs      = 16      // BDs per shim tile
+	ShimBDs      = 16      // BDs per shim tile (target.Tile.BDs of a shim; a test keeps them equal)
 	ShimBDWords  = 8
 	ShimCtrlBase = 0x1D200 // channel control: + 8*ch, + 0x10 for MM2S
 	ShimQueue    = 0x1D204 // task queue (start queue): + 8*ch, + 0x10 for MM2S
-	ShimChannels = 2       // per direction
+	ShimChannels = 2       // per direction (target.Tile's S2MM and MM2S of a shim)
 )
 
 // DMA directions as mlir-aie's DMAChannelDir encodes them in a sync op.

@@ -20,6 +20,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/xdna-go/xdna/target"
 )
 
 // Gen is an NPU generation, by the devGen code of the TXN header.
@@ -32,14 +34,12 @@ const (
 )
 
 // GenOf returns the generation of a package target, "xdna1" or "xdna2".
-func GenOf(target string) (Gen, error) {
-	switch target {
-	case "xdna1", "npu1":
-		return NPU1, nil
-	case "xdna2", "npu2":
-		return NPU2, nil
+func GenOf(name string) (Gen, error) {
+	t, err := target.ByName(name)
+	if err != nil {
+		return 0, fmt.Errorf("txn: %w", err)
 	}
-	return 0, fmt.Errorf("txn: unknown target %q (want xdna1 or xdna2)", target)
+	return Gen(t.Gen), nil
 }
 
 func (g Gen) String() string {
@@ -52,22 +52,30 @@ func (g Gen) String() string {
 	return fmt.Sprintf("devgen%d", uint8(g))
 }
 
-// Columns is the width of the generation's device model (npu1: 4, npu2: 8).
+// Target returns the generation's facts (package target), nil for a
+// devGen no target has.
+func (g Gen) Target() *target.Target {
+	t, _ := target.ByGen(uint8(g))
+	return t
+}
+
+// Columns is the width of the generation's device model (npu1: 4, npu2: 8;
+// 0 for an unknown generation).
 func (g Gen) Columns() int {
-	if g == NPU2 {
-		return 8
+	if t := g.Target(); t != nil {
+		return t.Columns
 	}
-	return 4
+	return 0
 }
 
 // MaxBurst is the largest shim BD burst-length code of the generation:
 // npu1 {0: 64 B, 1: 128 B, 2: 256 B}, npu2 adds 3: 512 B (mlir-aie
 // AIETargetModel getShimBurstEncodingsAndLengths).
 func (g Gen) MaxBurst() uint8 {
-	if g == NPU2 {
-		return 3
+	if t := g.Target(); t != nil {
+		return t.MaxBurst
 	}
-	return 2
+	return 0
 }
 
 // The array geometry both generations share (aie-rt xaie_lite_hwcfg.h).

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/xdna-go/xdna/target"
 )
 
 // golden is a word sequence from npu-contract.md section 3, with the ops
@@ -294,4 +296,18 @@ func FuzzDecode(f *testing.F) {
 		Disasm(&bytes.Buffer{}, s)
 		JSON(&bytes.Buffer{}, s)
 	})
+}
+
+// TestShimFactsMatchTarget keeps the register map's shim constants equal
+// to the one table of target facts.
+func TestShimFactsMatchTarget(t *testing.T) {
+	for _, tg := range target.All {
+		s := tg.ShimTile
+		if s.BDs != ShimBDs || s.S2MM != ShimChannels || s.MM2S != ShimChannels {
+			t.Errorf("%s shim: %d BDs, %d+%d channels; txn has %d BDs, %d channels a direction", tg.Name, s.BDs, s.S2MM, s.MM2S, ShimBDs, ShimChannels)
+		}
+		if g := Gen(tg.Gen); g.Columns() != tg.Columns || g.MaxBurst() != tg.MaxBurst {
+			t.Errorf("%s: Gen %v has %d columns, burst %d", tg.Name, g, g.Columns(), g.MaxBurst())
+		}
+	}
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/probe"
 	"github.com/xdna-go/xdna/runtime/npu/txn"
+	aie "github.com/xdna-go/xdna/target"
 	"github.com/xdna-go/xdna/xclbin"
 )
 
@@ -109,13 +110,14 @@ func Open(index int) (*Device, error) {
 // infoFor describes the index-th device from the pure-Go probe; without
 // one it assumes the smaller XDNA1 limits.
 func infoFor(index int) npu.Info {
-	info := npu.Info{Name: fmt.Sprintf("xrt:%d", index), Gen: txn.NPU1, Columns: 4, MaxContexts: 6, MaxInFlight: 4}
+	t := aie.XDNA1
+	info := npu.Info{Name: fmt.Sprintf("xrt:%d", index), Gen: txn.Gen(t.Gen), Columns: t.Columns, MaxContexts: t.MaxContexts, MaxInFlight: t.MaxInFlight}
 	infos, err := probe.Probe()
 	if err != nil || index >= len(infos) {
 		return info
 	}
-	if infos[index].Target() == "xdna2" {
-		info.Gen, info.Columns, info.MaxContexts = txn.NPU2, 8, 16
+	if t, err = aie.ByName(infos[index].Target()); err == nil {
+		info.Gen, info.Columns, info.MaxContexts = txn.Gen(t.Gen), t.Columns, t.MaxContexts
 	}
 	info.Name = fmt.Sprintf("xrt:%d %s", index, infos[index].Generation())
 	return info

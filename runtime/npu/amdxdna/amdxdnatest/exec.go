@@ -22,9 +22,9 @@ type Exec func(instr []byte, words int, args [][]byte, t Target) error
 
 // Target is what the executing context is.
 type Target struct {
-	DevGen  int              // 3 npu1, 4 npu2
-	Columns int              // columns of the context (num_tiles / 4)
-	Kernel  emu.ColumnKernel // the selected CU's kernel
+	DevGen  int        // 3 npu1, 4 npu2
+	Columns int        // columns of the context (num_tiles / 4)
+	Array   *emu.Array // the selected CU's design, loaded
 }
 
 // Executor is the Exec the fake uses (see handoff.go).
@@ -284,7 +284,11 @@ func (k *Kernel) execute(c *client, x *hwctx, cmd *command, s *bo) (npu.State, s
 		}
 		args[i] = b.bytes()[uintptr(va)-uintptr(b.mem):]
 	}
-	if err := Executor(instr, int(p.Words), args, Target{DevGen: k.cfg.DevGen, Columns: x.columns, Kernel: x.kernels[lowBit(p.CUMask)]}); err != nil {
+	cu := lowBit(p.CUMask)
+	if x.arrays[cu] == nil {
+		return npu.StateError, fmt.Sprintf("CU %d: %v", cu, x.arrayErrs[cu])
+	}
+	if err := Executor(instr, int(p.Words), args, Target{DevGen: k.cfg.DevGen, Columns: x.columns, Array: x.arrays[cu]}); err != nil {
 		return npu.StateError, err.Error()
 	}
 	return npu.StateCompleted, ""

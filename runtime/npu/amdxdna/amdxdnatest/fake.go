@@ -29,6 +29,7 @@ import (
 	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
+	"github.com/xdna-go/xdna/runtime/npu/gemv"
 )
 
 // Config describes the fake device.
@@ -39,9 +40,9 @@ type Config struct {
 	DevGen      int    // TXN devGen the firmware accepts: 3 npu1, 4 npu2
 	MaxContexts int    // hardware contexts per process (6, 16)
 	NoWaitCmd   bool   // a kernel without WAIT_CMD (ENOTTY): waits go through the syncobj
-	// Kernels makes the column kernel of each configured CU from its PDI
-	// (nil: emu.GoKernels, the Go model).
-	Kernels emu.KernelFactory
+	// Kernels makes the cores' kernel of the design each configured CU's
+	// PDI names (nil: gemv.GoModel, the Go model).
+	Kernels gemv.Factory
 }
 
 // XDNA1 is a Phoenix NPU.
@@ -126,8 +127,9 @@ type hwctx struct {
 	handle  uint32
 	syncobj uint32
 	columns int
-	cus     []*bo // nil until CONFIG_CU
-	kernels []emu.ColumnKernel
+	cus     []*bo        // nil until CONFIG_CU
+	arrays    []*emu.Array // per CU: the emulated array running its design
+	arrayErrs []error      // per CU: why it has none
 	seq     uint64
 	pending []*command
 	dead    bool
@@ -741,12 +743,12 @@ func (k *Kernel) configHwctx(c *client, a *amdxdna.ConfigHwctx) error {
 		if allZero(b.bytes()) {
 			return fail(syscall.EINVAL, "CONFIG_CU: CU %d: PDI BO %d is empty", i, h)
 		}
-		kern, err := kernelFor(k.cfg.Kernels, b.bytes())
-		if err != nil {
-			return fail(syscall.EINVAL, "CONFIG_CU: CU %d: %v", i, err)
-		}
+		// The driver takes any PDI; the emulator can only run one that
+		// names its design, and says so when a command selects this CU.
+		arr, err := arrayFor(k.cfg.Kernels, k.cfg.DevGen, b.bytes())
 		cus = append(cus, b)
-		x.kernels = append(x.kernels, kern)
+		x.arrays = append(x.arrays, arr)
+		x.arrayErrs = append(x.arrayErrs, err)
 	}
 	x.cus = cus
 	return nil

@@ -2,47 +2,39 @@ package amdxdnatest
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
-	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/npu/emu"
-	"github.com/xdna-go/xdna/runtime/npu/txn"
+	"github.com/xdna-go/xdna/runtime/npu/gemv"
+	"github.com/xdna-go/xdna/target"
+	"github.com/xdna-go/xdna/xclbin"
 )
 
-// handoff executes one command's TXN stream on the emulator (emu.Execute),
-// with ninstr checked against the header's size.
+// handoff executes one command's TXN stream on the emulated array of the
+// selected CU (emu.Array.Execute), with ninstr checked against the
+// header's size.
 func handoff(instr []byte, words int, args [][]byte, t Target) error {
-	_, err := emu.Execute(instr[:4*words], args, emu.ExecConfig{
-		Gen: txn.Gen(t.DevGen), Columns: t.Columns, Kernel: t.Kernel, Words: words})
+	_, err := t.Array.Execute(instr[:4*words], args, words)
 	return err
 }
 
-// pdiMarker starts the PDI of the emulator's stand-in xclbins (emu.XCLBin):
-// "xdna-emu gemv <format> k<tile> c<columns>".
-const pdiMarker = "xdna-emu gemv "
-
-// kernelFor makes the column kernel of a configured CU: the GEMV its PDI
-// names when it is an emulator stand-in, else a kernel of any format.
-func kernelFor(f emu.KernelFactory, pdi []byte) (emu.ColumnKernel, error) {
-	var typ planar.Type
-	kTile := 0
-	if s, ok := strings.CutPrefix(string(pdi[:min(len(pdi), 128)]), pdiMarker); ok {
-		fields := strings.Fields(s)
-		if len(fields) < 2 || !strings.HasPrefix(fields[1], "k") {
-			return nil, fmt.Errorf("emulator PDI %q", s)
-		}
-		fm, err := planar.FormatByName(fields[0])
-		if err != nil {
-			return nil, fmt.Errorf("emulator PDI: %w", err)
-		}
-		if kTile, err = strconv.Atoi(fields[1][1:]); err != nil {
-			return nil, fmt.Errorf("emulator PDI: k-tile %q", fields[1])
-		}
-		typ = fm.Source
+// arrayFor loads the design a configured CU's PDI names (an emulator
+// stand-in's marker, emu.XCLBin) on an emulated array of the device's
+// generation, with its cores' kernel from f (nil: the Go model).
+func arrayFor(f gemv.Factory, devGen int, pdi []byte) (*emu.Array, error) {
+	tg, err := target.ByGen(uint8(devGen))
+	if err != nil {
+		return nil, err
+	}
+	d, err := emu.DesignOf([]xclbin.PartitionPDI{{Image: pdi}}, tg)
+	if err != nil {
+		return nil, err
 	}
 	if f == nil {
-		f = emu.GoKernels
+		f = gemv.GoModel
 	}
-	return f(typ, kTile)
+	k, err := f(d.Type, d.KTile, d.Rows)
+	if err != nil {
+		return nil, fmt.Errorf("design %s: %w", d.Name(), err)
+	}
+	return emu.NewArray(d, k)
 }
