@@ -213,6 +213,11 @@ func (d *Design) checkTile(tl *Tile, ports map[Port]bool) error {
 	if tl.Program == nil {
 		return fmt.Errorf("%v: a core with no program", tl)
 	}
+	if st := tl.State; st != nil {
+		if need := len(tl.Program.Regs) + len(tl.Objects); st.Tile != tl || st.Elem != "i32" || st.Elems() < need {
+			return fmt.Errorf("%v: state buffer %s must be %d i32 words of its own tile", tl, st.Name, need)
+		}
+	}
 	return checkProgram(tl)
 }
 

@@ -143,6 +143,13 @@ type Tile struct {
 	Stack   int // stack bytes, at address 0 of the data memory
 	Objects []*Object
 	Program *Program
+	// State is where the compiled program keeps its registers (Program.Regs,
+	// in order) and, after them, the turn of each object (Objects, in order:
+	// the index of the buffer it acquired last), one i32 word each. The
+	// emulator keeps them in Go; the MLIR core body (mlir.go) loads and
+	// stores them here, as mlir-aie's dynamic objectFifo lowering keeps its
+	// turns in a buffer of the core.
+	State *Buffer
 }
 
 func (t *Tile) String() string { return fmt.Sprintf("%s (%d,%d)", t.Kind, t.Col, t.Row) }
@@ -181,10 +188,21 @@ type Design struct {
 	Flows   []Flow
 	Shim    ShimMap
 	Funcs   []*Func // the kernel functions the cores call
+	// CoreRows is the cores per column the design uses, from row
+	// target.FirstCore up (0: every core row of the target).
+	CoreRows int
+	// Tag names a variant that is not a catalog slot (NewBringUp's
+	// "bringup"); it follows the slot name.
+	Tag string
 }
 
 // Name is the slot's name in the catalog, such as "xdna2-q4_0-k256".
-func (d *Design) Name() string { return SlotName(d.Target.Name, d.Type, d.KTile) }
+func (d *Design) Name() string {
+	if d.Tag != "" {
+		return SlotName(d.Target.Name, d.Type, d.KTile) + "-" + d.Tag
+	}
+	return SlotName(d.Target.Name, d.Type, d.KTile)
+}
 
 // SlotName is the catalog name of the slot of a target, type and K-tile.
 func SlotName(tgt string, typ planar.Type, kTile int) string {
@@ -202,7 +220,12 @@ func lower(s string) string {
 }
 
 // Cores is the cores per column.
-func (d *Design) Cores() int { return d.Target.CoreRows }
+func (d *Design) Cores() int {
+	if d.CoreRows > 0 {
+		return d.CoreRows
+	}
+	return d.Target.CoreRows
+}
 
 // BlockRows is the rows of a column one row block covers: a piece per core.
 func (d *Design) BlockRows() int { return d.Cores() * d.Rows }

@@ -49,6 +49,40 @@ var stackBytes = map[planar.Type]int{
 // and joining the cores' outputs, the activation stream broadcast from
 // one shim channel to every core. The result is validated (Validate).
 func New(t *target.Target, typ planar.Type, kTile int) (*Design, error) {
+	return NewWith(t, typ, kTile, Options{})
+}
+
+// Options narrows a design to part of the array.
+type Options struct {
+	Columns int    // columns from 0 (0: every column of the target)
+	Cores   int    // cores per column from row target.FirstCore (0: every core row)
+	Tag     string // the variant's name, after the slot name (required with Columns or Cores)
+}
+
+// BringUpTag is the Tag of NewBringUp's design.
+const BringUpTag = "bringup"
+
+// NewBringUp returns the smallest design that exercises the whole path on
+// target t: one column, one core, Q8_0 weights in K-tiles of 128. Every
+// part of a catalog design is there once (shim channels, memory-tile
+// split and join, core channels, the broadcast activation route with one
+// destination, the core program with its header reads), so it is the
+// first thing to build and run on a machine with an NPU
+// (kernels/README.md). Its name is SlotName(...)+"-bringup".
+func NewBringUp(t *target.Target) (*Design, error) {
+	return NewWith(t, planar.Q8_0, 128, Options{Columns: 1, Cores: 1, Tag: BringUpTag})
+}
+
+// NewWith is New narrowed by o.
+func NewWith(t *target.Target, typ planar.Type, kTile int, o Options) (*Design, error) {
+	switch {
+	case o.Columns < 0 || o.Columns > t.Columns:
+		return nil, fmt.Errorf("design %s: %d columns, %s has %d", SlotName(t.Name, typ, kTile), o.Columns, t.Name, t.Columns)
+	case o.Cores < 0 || o.Cores > t.CoreRows:
+		return nil, fmt.Errorf("design %s: %d cores a column, %s has %d", SlotName(t.Name, typ, kTile), o.Cores, t.Name, t.CoreRows)
+	case (o.Columns > 0 || o.Cores > 0) && o.Tag == "":
+		return nil, fmt.Errorf("design %s: a narrowed design needs a tag to tell it from the catalog slot", SlotName(t.Name, typ, kTile))
+	}
 	piece, err := gemv.PieceOf(typ, kTile, t.Lanes)
 	if err != nil {
 		return nil, fmt.Errorf("design %s: %w", SlotName(t.Name, typ, kTile), err)
@@ -61,7 +95,11 @@ func New(t *target.Target, typ planar.Type, kTile int) (*Design, error) {
 	if !ok {
 		return nil, fmt.Errorf("design %s: no kernel for %s", SlotName(t.Name, typ, kTile), typ)
 	}
-	d := &Design{Target: t, Type: typ, KTile: kTile, Rows: t.Lanes, Columns: t.Columns, Piece: piece, Record: rec,
+	cols := t.Columns
+	if o.Columns > 0 {
+		cols = o.Columns
+	}
+	d := &Design{Target: t, Type: typ, KTile: kTile, Rows: t.Lanes, Columns: cols, Piece: piece, Record: rec, CoreRows: o.Cores, Tag: o.Tag,
 		Shim: ShimMap{WeightCh: 0, WeightBD0: 0, WeightBDs: 8, ActCol: 0, ActCh: 1, HeaderBD: 8, RecordBD0: 9, RecordBDs: 3,
 			OutCh: 0, OutBD0: 12, OutBDs: 4}}
 	R := d.Rows
@@ -160,6 +198,8 @@ func (d *Design) newCore(c, row, stack int, fns []*Func) *Tile {
 	W := obj("w", d.Piece.Bytes, "i8", true, coreWeights)
 	A := obj("a", d.Record.Stride, "i32", true, coreActs)
 	O := obj("o", 4*R, "f32", false, coreOuts)
+	regs := []string{"tiles", "tokens", "blocks", "mine", "b", "i", "t"}
+	t.State = a.buffer(fmt.Sprintf("st%d_%d", c, row), 4*(len(regs)+len(t.Objects)), "i32")
 	acc := a.buffer(fmt.Sprintf("acc%d_%d", c, row), 4*MaxTokens*R, "f32")
 
 	const (
@@ -175,7 +215,7 @@ func (d *Design) newCore(c, row, stack int, fns []*Func) *Tile {
 	last := sub(Reg(rTiles), Const(1))
 	first := IntArg(eq(Reg(rI), Const(0)))
 	t.Program = &Program{
-		Regs: []string{"tiles", "tokens", "blocks", "mine", "b", "i", "t"},
+		Regs: regs,
 		Body: []Stmt{
 			&Call{Fn: fInit},
 			&Loop{Var: -1, Body: []Stmt{
