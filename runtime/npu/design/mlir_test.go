@@ -465,8 +465,8 @@ func TestMLIRCatalog(t *testing.T) {
 			nflow += len(f.Dsts)
 		}
 		for what, c := range map[string][2]int{
-			"= aie.buffer(":           {strings.Count(text, "= aie.buffer("), nbuf},
-			"= aie.lock(":             {strings.Count(text, "= aie.lock("), nlock},
+			"= aie.buffer(":            {strings.Count(text, "= aie.buffer("), nbuf},
+			"= aie.lock(":              {strings.Count(text, "= aie.lock("), nlock},
 			"aie.flow(":                {strings.Count(text, "aie.flow("), nflow},
 			"aie.dma_bd(":              {strings.Count(text, "aie.dma_bd("), nbd},
 			"aie.dma_start(":           {strings.Count(text, "aie.dma_start("), nchan},
