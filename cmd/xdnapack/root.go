@@ -57,6 +57,7 @@ Q/K/V and gate/up matrices, and writes one reproducible .xdna file.`,
 	cmd.AddCommand(newVerifyCmd(), newInspectCmd(), newCompressCmd())
 	cmd.AddCommand(newTxnCmd())
 	cmd.AddCommand(newPushCmd())
+	cmd.AddCommand(newKernelsCmd())
 	return cmd
 }
 
