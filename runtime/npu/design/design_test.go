@@ -53,10 +53,11 @@ func TestCatalogSlots(t *testing.T) {
 
 // TestValidateRefuses breaks a valid design in each way the hardware or
 // the toolchain would refuse, including the landed IRON design's defects
-// (kernels/common/design.py before this design): three input fifos per
-// core (a compute tile has two S2MM channels), three MM2S channels filled
-// on shim (0,0) (a shim has two), and join offsets in bytes where the
-// link takes element offsets (the slices point past the object).
+// (kernels/common/design.py, since removed: this design and its MLIR
+// replace it; git history keeps it): three input fifos per core (a
+// compute tile has two S2MM channels), three MM2S channels filled on shim
+// (0,0) (a shim has two), and join offsets in bytes where the link takes
+// element offsets (the slices point past the object).
 func TestValidateRefuses(t *testing.T) {
 	for _, c := range []struct {
 		name string

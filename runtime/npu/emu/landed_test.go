@@ -16,7 +16,8 @@ import (
 )
 
 // The landed dataflow's defects (issue 19's review of kernels/common/
-// design.py and the host of that time), each reproduced by executing a
+// design.py, the IRON design since removed, and the host of that time),
+// each reproduced by executing a
 // design that has it against what the host sends: the emulator refuses,
 // deadlocks naming what waits, or the outputs differ from the CPU's. The
 // design-level ones (three input channels per core, three MM2S channels on
