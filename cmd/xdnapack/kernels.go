@@ -31,7 +31,7 @@ commands write it for the toolchain (kernels/build.sh, kernels/README.md).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.AddCommand(newKernelsListCmd(), newKernelsMLIRCmd())
+	cmd.AddCommand(newKernelsListCmd(), newKernelsMLIRCmd(), newKernelsDispatchCmd())
 	return cmd
 }
 
