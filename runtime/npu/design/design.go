@@ -180,7 +180,8 @@ type Design struct {
 	Type   planar.Type
 	KTile  int
 	Rows   int // rows of one piece: one core's share of a row block
-	// Columns is the design's width: every column of the target.
+	// Columns is the design's width: every column of the target (a
+	// narrowed design, NewWith, uses columns 0..Columns-1).
 	Columns int
 	Piece   gemv.Piece
 	Record  gemv.Record // of one K-tile
