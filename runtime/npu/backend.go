@@ -392,4 +392,3 @@ func (b *Backend) fault(name string, err error) {
 	b.stats.Faults++
 	fmt.Fprintf(b.warn, "npu: %s: %v; computing it and every later matmul on the CPU\n", name, err)
 }
-

@@ -19,7 +19,6 @@ type flight struct {
 	run Run
 }
 
-
 // run computes the call on the device: per group of tokens that fits the
 // I/O buffers, it writes every dispatch's parameter header and activation
 // records into bo1, stages each chunk into the ring and submits one TXN
@@ -127,6 +126,7 @@ func (b *Backend) gather(mt *mat, dp *ioDispatch, y []float32) {
 		}
 	}
 }
+
 // submit builds dispatch d's TXN stream into a free instruction buffer
 // and runs mt's kernel over ring buffer ri and the I/O buffers.
 func (b *Backend) submit(mt *mat, d *ioDispatch, ri int) error {

@@ -31,7 +31,6 @@ type instrBuf struct {
 	seq int64
 }
 
-
 // allocRing allocates the two staging buffers and the instruction buffers.
 func (b *Backend) allocRing() error {
 	for i := range b.ring {
@@ -88,7 +87,6 @@ func (b *Backend) freeAll() {
 	b.free(b.out.bo, len(b.out.host))
 	b.act, b.out = ioBuf{}, ioBuf{}
 }
-
 
 // stage returns the ring buffer holding chunk ci of mt, copying it from the
 // blob into the buffer not used by the latest submission if no buffer holds
@@ -229,5 +227,3 @@ func (b *Backend) sync(bo BO, dir Direction, n int) error {
 	}
 	return nil
 }
-
-
