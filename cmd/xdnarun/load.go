@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ type loadOptions struct {
 	ctx      int // 0: the model's training context, capped at 4096
 	device   string
 	kernels  string    // --cpu-kernels: "best" or one of cpu.Levels()
+	resident string    // --npu-resident: "0", a size, or "auto"
 	emuFault string    // test hook: "DISPATCH:timeout" or "DISPATCH:error" on the emulator
 	warn     io.Writer // device warnings (fallback to the CPU)
 }
@@ -127,8 +129,15 @@ var npuStandIns bool
 
 // openDevice opens the device of --device (runtime/npu/device).
 func (l *loaded) openDevice(o loadOptions) error {
+	budget, note, err := device.ParseResident(cmp.Or(o.resident, "0"), device.ReadLimits())
+	if err != nil {
+		return err
+	}
+	if note != "" && o.warn != nil && o.device != "cpu" {
+		fmt.Fprintf(o.warn, "xdnarun: %s\n", note)
+	}
 	op, err := device.Open(l.file, device.Options{Device: o.device, Threads: o.threads, Warn: o.warn,
-		Fault: o.emuFault, Kernel: npuKernel, StandIns: npuStandIns})
+		Fault: o.emuFault, Kernel: npuKernel, StandIns: npuStandIns, Resident: budget})
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,8 @@ type Options struct {
 	// Fault injects a fault into the emulator: "DISPATCH:KIND" (a test
 	// hook; emu and sim only).
 	Fault string
+	// Resident is the pin budget of resident weights (npu.Options.Resident).
+	Resident int64
 	// Kernel is the pure-Go driver's system-call layer (nil: the real
 	// one); tests put a fake amdxdna driver here.
 	Kernel amdxdna.Kernel
@@ -138,7 +140,7 @@ func Open(f *layout.File, o Options) (*Opened, error) {
 	if warn == nil {
 		warn = os.Stderr
 	}
-	b, err := npu.NewBackend(op.Dev, m.Tensors, slots, op.Pool, npu.Options{Warn: warn, Timeout: timeout})
+	b, err := npu.NewBackend(op.Dev, m.Tensors, slots, op.Pool, npu.Options{Warn: warn, Timeout: timeout, Resident: o.Resident})
 	if err != nil {
 		op.Close()
 		return nil, fmt.Errorf("--device %s: %w", op.Name, err)

@@ -40,6 +40,14 @@ type Config struct {
 	DevGen      int    // TXN devGen the firmware accepts: 3 npu1, 4 npu2
 	MaxContexts int    // hardware contexts per process (6, 16)
 	NoWaitCmd   bool   // a kernel without WAIT_CMD (ENOTTY): waits go through the syncobj
+	// EnforceMemlock makes SHMEM buffer creation fail with ENOMEM once the
+	// process's SHMEM buffers would pass its RLIMIT_MEMLOCK (read at each
+	// creation). Inferred, not confirmed: the real driver pins a buffer's
+	// pages while commands use it, and user-memory buffers are charged to
+	// the memlock limit (the failures users of XRT-based NPU runtimes meet,
+	// FastFlowLM #437, #460, #490); charging every SHMEM buffer is the
+	// stricter reading.
+	EnforceMemlock bool
 	// Kernels makes the cores' kernel of the design each configured CU's
 	// PDI names (nil: gemv.GoModel, the Go model).
 	Kernels gemv.Factory
@@ -508,6 +516,20 @@ func (k *Kernel) createBO(c *client, a *amdxdna.CreateBO) error {
 	b := &bo{typ: a.Type, size: int(a.Size), xdna: invalidAddr}
 	switch a.Type {
 	case amdxdna.BOShmem, amdxdna.BOCmd:
+		if a.Type == amdxdna.BOShmem && k.cfg.EnforceMemlock {
+			var r unix.Rlimit
+			if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &r); err == nil && r.Cur != unix.RLIM_INFINITY {
+				pinned := uint64(0)
+				for _, o := range c.bos {
+					if o.typ == amdxdna.BOShmem && !o.closed {
+						pinned += uint64(o.size)
+					}
+				}
+				if pinned+a.Size > r.Cur {
+					return fail(syscall.ENOMEM, "CREATE_BO: %d bytes would pin %d, above RLIMIT_MEMLOCK %d", a.Size, pinned+a.Size, r.Cur)
+				}
+			}
+		}
 		p, err := realMmap(nil, uintptr(a.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
 		if err != nil {
 			return fail(syscall.ENOMEM, "CREATE_BO: %v", err)
