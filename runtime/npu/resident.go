@@ -17,6 +17,9 @@ import "fmt"
 // pinned bytes are the staged chunks' (row blocks padded to the design),
 // not the packed tensor's.
 
+// progressStep is the resident bytes filled between two progress lines.
+const progressStep = 256 << 20
+
 // resBuf is one resident chunk.
 type resBuf struct {
 	bo   BO
@@ -62,6 +65,12 @@ func (b *Backend) makeResident(mt *mat) bool {
 		b.stats.ResidentFilled += int64(ch.Bytes)
 	}
 	mt.res = res
+	// Progress for large budgets: a line each time another progressStep
+	// has been filled (the fill happens at each matrix's first call, so
+	// during the first token).
+	if b.residentBytes/progressStep != (b.residentBytes+need)/progressStep {
+		fmt.Fprintf(b.warn, "npu: resident weights: %d MiB filled (budget %d MiB)\n", (b.residentBytes+need)>>20, b.opt.Resident>>20)
+	}
 	b.residentBytes += need
 	b.stats.ResidentBytes = b.residentBytes
 	b.stats.ResidentMats++

@@ -182,3 +182,42 @@ func TestResidentRefused(t *testing.T) {
 		t.Errorf("stats %+v, warnings %q", st, warn.String())
 	}
 }
+
+// TestResidentFault: a device fault with resident matrices computes the
+// call and the rest on the CPU, and Close leaves nothing pinned.
+func TestResidentFault(t *testing.T) {
+	rm := newResidentModel(t)
+	dev := emu.New(emu.XDNA2())
+	defer dev.Close()
+	dev.InjectFault(5, emu.FaultError)
+	var entries []layout.TensorEntry
+	for i, m := range rm.ms {
+		entries = append(entries, entry(rm.names[i], m, "npu", "s"))
+	}
+	var warn bytes.Buffer
+	be, err := npu.NewBackend(dev, entries, []npu.Slot{slotFor(t, "s", rm.ms[0].G, 8)}, nil,
+		npu.Options{RingSize: resRing, Resident: 1 << 30, Warn: &warn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 3 {
+		for i, m := range rm.ms {
+			x := randomX(rng, m.G.K)
+			y, want := make([]float32, m.G.N), make([]float32, m.G.N)
+			be.MatVec(rm.names[i], m, x, y)
+			cpu.MatVec(m, x, want, nil)
+			if cos, _ := cosine(y, want); cos < 0.999999 {
+				t.Fatalf("%s: cosine %v against the CPU", rm.names[i], cos)
+			}
+		}
+	}
+	st := be.Stats()
+	if st.Faults != 1 || st.ResidentMats == 0 {
+		t.Errorf("stats %+v", st)
+	}
+	be.Close()
+	if a := dev.Counters().Allocated; a != 0 {
+		t.Errorf("%d bytes still allocated after a fault and Close", a)
+	}
+}
