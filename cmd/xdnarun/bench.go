@@ -144,6 +144,9 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 	if o.pp+o.tg > o.ctx {
 		return fmt.Errorf("-p %d + -n %d exceeds the context -c %d", o.pp, o.tg, o.ctx)
 	}
+	if o.warn == nil {
+		o.warn = stderr // device notes: auto's choice, the resident budget, fallbacks
+	}
 	l, err := load(ctx, path, o.loadOptions)
 	if err != nil {
 		return err
