@@ -212,10 +212,10 @@ func OpenNPU(kernel amdxdna.Kernel) (npu.Device, error) {
 
 // NPUPath names the driver path --device npu takes in this build.
 func NPUPath() string {
-	if _, err := xrt.Open(-1); errors.Is(err, xrt.ErrNotBuilt) {
-		return "amdxdna (pure Go, direct ioctls)"
+	if xrt.Built() {
+		return "xrt (built with -tags xrt)"
 	}
-	return "xrt (built with -tags xrt)"
+	return "amdxdna (pure Go, direct ioctls)"
 }
 
 // Close releases the backend, the device and the pool.
