@@ -101,22 +101,22 @@ var kernelProtocol = map[string][2]int{"npu1": {5, 7}, "npu4": {6, 12}, "npu5": 
 
 // state is what the checks share as they run in order.
 type state struct {
-	h      *Host
-	o      DoctorOptions
-	nodes  []string // device paths found
-	info   *Info    // the first device that answered
+	h       *Host
+	o       DoctorOptions
+	nodes   []string // device paths found
+	info    *Info    // the first device that answered
 	openErr error
-	pci    []pciDev // NPUs on the PCI bus
-	log    []string
-	logErr error
-	module string // the amdxdna module's directory under /sys/module, "" if not loaded
+	pci     []pciDev // NPUs on the PCI bus
+	log     []string
+	logErr  error
+	module  string // the amdxdna module's directory under /sys/module, "" if not loaded
 }
 
 type pciDev struct {
-	addr      string // 0000:c6:00.1
-	device    uint16
-	rev       uint8
-	driver    string // bound driver, "" if none
+	addr   string // 0000:c6:00.1
+	device uint16
+	rev    uint8
+	driver string // bound driver, "" if none
 }
 
 func (p pciDev) gen() string { return (&Info{PCIDevice: p.device, PCIRevision: p.rev}).Generation() }

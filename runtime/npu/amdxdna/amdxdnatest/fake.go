@@ -128,15 +128,15 @@ type bo struct {
 func (b *bo) bytes() []byte { return unsafe.Slice((*byte)(b.mem), b.size) }
 
 type hwctx struct {
-	handle  uint32
-	syncobj uint32
-	columns int
-	cus     []*bo        // nil until CONFIG_CU
+	handle    uint32
+	syncobj   uint32
+	columns   int
+	cus       []*bo        // nil until CONFIG_CU
 	arrays    []*emu.Array // per CU: the emulated array running its design
 	arrayErrs []error      // per CU: why it has none
-	seq     uint64
-	pending []*command
-	dead    bool
+	seq       uint64
+	pending   []*command
+	dead      bool
 }
 
 type command struct {
