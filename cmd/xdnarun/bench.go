@@ -211,12 +211,21 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 			return err
 		}
 		p := npu.Predict(m.Tensors, tgt, res.StreamGBs)
+		figures := "catalog defaults"
+		if c, path, err := readCalibration(m.Package.Target, l.device); err != nil {
+			fmt.Fprintf(stderr, "xdnarun: %v; using the catalog's figures\n", err)
+		} else if c != nil {
+			if p, err = npu.PredictCalibrated(m.Tensors, tgt, res.StreamGBs, c); err != nil {
+				return err
+			}
+			figures = "calibrated: " + path
+		}
 		res.Predicted = p.String()
 		res.Counted = p.Against(counted, o.tg)
 		pt := counted.PerToken(o.tg)
 		res.Stats = &pt
 		res.PinnedPeak = l.backend.Stats().PinnedPeak
-		fmt.Fprintf(stderr, "cost model (%s, catalog defaults): %s\n%s\npinned host memory, peak: %.1f MiB\n", m.Package.Target, res.Predicted, res.Counted, float64(res.PinnedPeak)/(1<<20))
+		fmt.Fprintf(stderr, "cost model (%s, %s): %s\n%s\npinned host memory, peak: %.1f MiB\n", m.Package.Target, figures, res.Predicted, res.Counted, float64(res.PinnedPeak)/(1<<20))
 	}
 	if o.json {
 		return json.NewEncoder(stdout).Encode(res)

@@ -169,5 +169,8 @@ func PredictCalibrated(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs
 	}
 	p := Predict(entries, u, cpuGBs)
 	p.Figures = c.Describe()
+	if c.DispatchUS.Measured {
+		p.Paths = nil // the measured round trip replaces the submit paths' published figures
+	}
 	return p, nil
 }

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSelftestEmu: on the emulator of each target every slot passes, the
+// report names the machine, kernel, driver and firmware, and every timing
+// says it is the emulator's.
+func TestSelftestEmu(t *testing.T) {
+	for _, target := range []string{"xdna1", "xdna2"} {
+		out, _, err := run(t, "", "selftest", "--device", "emu", "--target", target, "--rounds", "1", "--stream-bytes", "262144")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", target, err, out)
+		}
+		t.Logf("selftest --device emu --target %s:\n%s", target, out)
+		for _, want := range []string{"machine:  ", "kernel:   ", "driver:   ", "firmware: ", "result: 9 of 9 slots pass", "device:   emu (the emulated " + target} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: no %q", target, want)
+			}
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if (strings.HasPrefix(l, "dispatch round trip") || strings.HasPrefix(l, "weight streaming")) && !strings.Contains(l, "not an NPU figure") {
+				t.Errorf("a timing that does not say it is the emulator's: %s", l)
+			}
+		}
+	}
+}
+
+// TestSelftestFault: a fault injected into one slot's first dispatch fails
+// that slot and the exit status; the JSON report says which.
+func TestSelftestFault(t *testing.T) {
+	out, _, err := run(t, "", "selftest", "--device", "emu", "--target", "xdna2", "--rounds", "1", "--stream-bytes", "262144", "--emu-fault", "xdna2-q4_k-k256:txn-patch", "--json")
+	if err == nil || !strings.Contains(err.Error(), "1 of 9 slots wrong: xdna2-q4_k-k256") {
+		t.Fatalf("exit: %v", err)
+	}
+	var r struct {
+		Failed []string `json:"failed"`
+		Slots  []struct {
+			Slot string `json:"slot"`
+			Pass bool   `json:"pass"`
+		} `json:"slots"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Failed) != 1 || r.Failed[0] != "xdna2-q4_k-k256" {
+		t.Fatalf("report: %v %s", err, out)
+	}
+	for _, s := range r.Slots {
+		if s.Pass == (s.Slot == "xdna2-q4_k-k256") {
+			t.Errorf("slot %s pass %v", s.Slot, s.Pass)
+		}
+	}
+	t.Logf("error: %v", err)
+	if _, _, err := run(t, "", "selftest", "--device", "emu", "--target", "xdna2", "--emu-fault", "nope:txn-bd"); err == nil || !strings.Contains(err.Error(), "--emu-fault") {
+		t.Errorf("an unknown slot: %v", err)
+	}
+}
+
+// TestCalibrateEmu: calibrate on the emulator writes the cache's
+// calibration file, every figure with its source (the measured ones saying
+// emulator), prints the prediction before and after, and bench --device emu
+// then predicts with it.
+func TestCalibrateEmu(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	x := packFixtureN(t, "tiny-llama-q8_0", "xdna2", 0)
+	out, _, err := run(t, "", "calibrate", x, "--device", "emu", "--rounds", "1", "--stream-bytes", "262144")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("calibrate:\n%s", out)
+	path := filepath.Join(os.Getenv("XDG_CACHE_HOME"), "xdna", "calibration", "xdna2-emu.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	json.Unmarshal(b, &c)
+	for _, k := range []string{"dispatch_us", "weight_gbps"} {
+		f, _ := c[k].(map[string]any)
+		if f["measured"] != true || !strings.Contains(f["source"].(string), "emulator") {
+			t.Errorf("%s: %v", k, f)
+		}
+	}
+	if f, _ := c["context_switch_us"].(map[string]any); f["measured"] != false || !strings.Contains(f["source"].(string), "assumed: catalog") {
+		t.Errorf("context_switch_us: %v", f)
+	}
+	if !strings.Contains(out, "before (catalog") || !strings.Contains(out, "after ("+path) || !strings.Contains(out, "figure: dispatch") {
+		t.Errorf("no prediction before and after:\n%s", out)
+	}
+	_, stderr, err := run(t, "", "bench", x, "-p", "4", "-n", "2", "-r", "1", "-t", "1", "--device", "emu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "calibrated: "+path) || !strings.Contains(stderr, "measured on emu (emulator figures, not an NPU's)") {
+		t.Errorf("bench did not read the calibration:\n%s", stderr)
+	}
+}
+
+// TestSelftestSimRefused: --device sim without usable compiled kernels
+// (no -tags sim, or this branch's kernels awaiting their rebuild) is
+// refused with the reason, before any slot runs.
+func TestSelftestSimRefused(t *testing.T) {
+	out, _, err := run(t, "", "selftest", "--device", "sim", "--target", "xdna2")
+	if err == nil {
+		t.Skip("this build's sim kernels are usable: TestSelftestEmu's checks apply to it through --device sim")
+	}
+	if !strings.Contains(err.Error(), "--device sim: sim:") || out != "" {
+		t.Errorf("%v, stdout %q", err, out)
+	}
+	t.Logf("%v", err)
+}
