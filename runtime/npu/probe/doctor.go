@@ -440,6 +440,9 @@ func checkTopology(s *state) Check {
 	in := s.info
 	found := fmt.Sprintf("%s, AIE %d.%d, %d columns x %d rows (QUERY_AIE_METADATA), target %s",
 		cmpOr(in.Generation(), "unknown generation"), in.AIEVersion.Major, in.AIEVersion.Minor, in.Metadata.Cols, in.Metadata.Rows, cmpOr(in.Target(), "unknown"))
+	if in.Generation() == "npu1" && in.Metadata.Cols == 5 {
+		found += "; 4 columns usable (contexts cannot use column 0)"
+	}
 	switch {
 	case in.Target() == "":
 		return needed(name, Fail, found, "xdna knows xdna1 (Phoenix, Hawk Point) and xdna2 (Strix, Strix Halo, Krackan); please report this device")

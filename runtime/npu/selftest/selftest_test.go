@@ -73,3 +73,48 @@ func TestFault(t *testing.T) {
 		}
 	}
 }
+
+// wrongBits is a device that completes every run but flips the lowest bit
+// of the first output it hands back: a device computing wrong results
+// without an error, which only the comparison can catch.
+type wrongBits struct {
+	npu.Device
+	outs map[npu.BO]bool
+}
+
+func (d *wrongBits) Run(k npu.Kernel, opcode uint64, instr npu.BO, words int, data ...npu.BO) (npu.Run, error) {
+	if len(data) > 2 {
+		d.outs[data[2]] = true // bo2: the outputs (package npu's argument convention)
+	}
+	return d.Device.Run(k, opcode, instr, words, data...)
+}
+
+func (d *wrongBits) Sync(bo npu.BO, dir npu.Direction, offset, size int) error {
+	err := d.Device.Sync(bo, dir, offset, size)
+	if err == nil && dir == npu.FromDevice && d.outs[bo] {
+		if b, merr := d.Map(bo); merr == nil && len(b) > offset {
+			b[offset] ^= 1
+		}
+	}
+	return err
+}
+
+// TestWrongBits: a slot whose device returns outputs one bit off fails
+// the bit-exact comparison, naming the output.
+func TestWrongBits(t *testing.T) {
+	o := emuOptions(t, "xdna1")
+	cfg, _ := emu.ForTarget("xdna1")
+	o.Open = func() (npu.Device, error) { return &wrongBits{Device: emu.New(cfg), outs: map[npu.BO]bool{}}, nil }
+	r, err := selftest.Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Failed) != len(r.Slots) {
+		t.Fatalf("failed %v of %d", r.Failed, len(r.Slots))
+	}
+	d := r.Slots[0].Shapes[0].Detail
+	if !strings.Contains(d, "outputs differ from the CPU's bits") {
+		t.Errorf("detail %q", d)
+	}
+	t.Logf("%s: %s", r.Slots[0].Slot, d)
+}
