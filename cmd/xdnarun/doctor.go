@@ -67,7 +67,7 @@ func runDoctor(ctx context.Context, o *doctorOptions) error {
 		Pinned:   2 * npu.DefaultRingSize,
 		PinnedBy: fmt.Sprintf("the staging ring, 2 x %d MiB", npu.DefaultRingSize>>20),
 	}
-	if _, err := xrt.Open(0); !errors.Is(err, xrt.ErrNotBuilt) {
+	if withXRT() {
 		do.XRT = func() (string, error) {
 			d, err := xrt.Open(0)
 			if err != nil {
@@ -150,4 +150,23 @@ func packageXCLBins(m *layout.Manifest, cat *kernelsel.Catalog) []probe.XCLBinNe
 		need = append(need, x)
 	}
 	return need
+}
+
+// withXRT reports whether this binary was built with -tags xrt. (Asking
+// xrt.Open for index 0: an index below 0 is refused before the build is
+// looked at.)
+func withXRT() bool {
+	d, err := xrt.Open(0)
+	if err == nil {
+		d.Close()
+	}
+	return !errors.Is(err, xrt.ErrNotBuilt)
+}
+
+// driverPath names the driver path --device npu takes in this binary.
+func driverPath() string {
+	if withXRT() {
+		return "xrt (built with -tags xrt)"
+	}
+	return "amdxdna (pure Go, direct ioctls)"
 }

@@ -20,6 +20,10 @@ import (
 	"github.com/xdna-go/xdna/runtime/npu/sim"
 )
 
+// probeNPU finds the NPU for selftest's report and --device npu; tests
+// point it at the fake driver.
+var probeNPU = probe.Probe
+
 type selftestOptions struct {
 	device   string // npu, emu or sim
 	target   string // xdna1 or xdna2 ("": the NPU's)
@@ -100,13 +104,16 @@ func runSelftest(ctx context.Context, o *selftestOptions) (*selftestReport, erro
 			return nil, err
 		}
 	}
-	rep := &selftestReport{Machine: machine(), Kernel: probe.System().Release, Driver: "none", Firmware: "none", Path: npuPath()}
-	infos, perr := probe.Probe()
+	rep := &selftestReport{Machine: machine(), Kernel: probe.System().Release, Driver: "none", Firmware: "none", Path: driverPath()}
+	infos, perr := probeNPU()
 	if perr == nil {
 		in := &infos[0]
 		v, f := in.DriverVersion, in.Firmware
 		rep.Driver = fmt.Sprintf("%s %d.%d.%d (%s, %d columns)", in.Driver, v[0], v[1], v[2], cmpOr(in.Generation(), "unknown npu"), in.Columns())
 		rep.Firmware = fmt.Sprintf("%d.%d.%d.%d", f.Major, f.Minor, f.Patch, f.Build)
+		if in.DriverDesc != "" {
+			rep.Driver += fmt.Sprintf(", %q", in.DriverDesc)
+		}
 	} else {
 		rep.Driver = "none: " + perr.Error()
 	}
@@ -155,6 +162,7 @@ func runSelftest(ctx context.Context, o *selftestOptions) (*selftestReport, erro
 			return nil, fmt.Errorf("--device npu: %w (xdnarun doctor says what is missing)", perr)
 		}
 		so.Compare = selftest.Cosine
+		so.DeviceDesc = infos[0].Path + " through " + rep.Path + ", driver " + rep.Driver
 		so.Open = openNPU
 		so.XCLBin = func(s *kernelsel.Slot) ([]byte, error) {
 			b, err := readCapped(cat.XCLBINPath(s), 256<<20)

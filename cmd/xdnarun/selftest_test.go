@@ -6,6 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xdna-go/xdna/kernelsel"
+	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
+	"github.com/xdna-go/xdna/runtime/npu/amdxdna/amdxdnatest"
+	"github.com/xdna-go/xdna/runtime/npu/emu"
+	"github.com/xdna-go/xdna/runtime/npu/probe"
 )
 
 // TestSelftestEmu: on the emulator of each target every slot passes, the
@@ -111,4 +117,67 @@ func TestSelftestSimRefused(t *testing.T) {
 		t.Errorf("%v, stdout %q", err, out)
 	}
 	t.Logf("%v", err)
+}
+
+// TestSelftestNPUFake runs selftest --device npu through the pure-Go
+// driver on the fake amdxdna driver (which executes each command's TXN
+// stream on the emulator), with the catalog's xclbins standing in for
+// built ones: every slot passes the NPU's comparison (cosine), and the
+// report names the fake device's driver and firmware, and every timing
+// carries the fake driver's own description (its commands run on the
+// emulator), so that nothing passes them off as an NPU's.
+func TestSelftestNPUFake(t *testing.T) {
+	fake := amdxdnatest.New(amdxdnatest.XDNA2())
+	npuKernel = fake
+	probeNPU = func() ([]probe.Info, error) {
+		in, err := probe.DeviceWith(fake, amdxdnatest.Path)
+		if err != nil {
+			return nil, err
+		}
+		return []probe.Info{*in}, nil
+	}
+	defer func() { npuKernel, probeNPU = amdxdna.Sys{}, probe.Probe }()
+	dir := t.TempDir()
+	def, err := os.ReadFile("../../manifest.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := filepath.Join(dir, "manifest.toml")
+	os.WriteFile(cat, def, 0o644)
+	c, err := kernelsel.Load(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Slots {
+		s := &c.Slots[i]
+		if s.Target != "xdna2" {
+			continue
+		}
+		x, err := emu.XCLBin(s.Type, s.KTile, s.Columns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(c.XCLBINPath(s)), 0o755)
+		if err := os.WriteFile(c.XCLBINPath(s), x, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, err := run(t, "", "selftest", "--device", "npu", "--catalog", cat, "--rounds", "1", "--stream-bytes", "262144")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"driver:   amdxdna_accel_driver 0.1.0 (unknown npu, 8 columns)", "firmware: 1.1.2.64", "target:   xdna2", "(odd N, not a multiple of the columns, 3 K-tiles; cosine): cosine", "result: 9 of 9 slots pass"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if (strings.HasPrefix(l, "dispatch round trip") || strings.HasPrefix(l, "weight streaming")) && !strings.Contains(l, amdxdnatest.FakeDesc) {
+			t.Errorf("a timing that does not say the fake driver made it: %s", l)
+		}
+	}
+	if st := fake.Stats(); st.Completed == 0 || st.Failed != 0 {
+		t.Errorf("the fake driver completed %d commands, %d failed", st.Completed, st.Failed)
+	}
+	t.Logf("selftest --device npu on the fake driver:\n%s", out)
 }

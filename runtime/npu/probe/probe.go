@@ -33,6 +33,7 @@ const DriverName = "amdxdna_accel_driver"
 type Info struct {
 	Path          string // /dev/accel/accelN
 	Driver        string // DRM driver name
+	DriverDesc    string // DRM driver description
 	DriverVersion [3]int // major, minor, patch level
 	PCIDevice     uint16 // PCI device id from sysfs (0 if unknown): 0x1502 NPU1, 0x17f0 NPU4/5/6
 	PCIRevision   uint8
@@ -133,6 +134,10 @@ func probeGlob(pattern string) ([]Info, error) {
 // ErrNoDevice; a device of another driver wraps ErrNotXDNA.
 func Device(path string) (*Info, error) { return deviceOn(amdxdna.Sys{}, "", path) }
 
+// DeviceWith is Device through the system calls of k (a fake driver in
+// tests).
+func DeviceWith(k amdxdna.Kernel, path string) (*Info, error) { return deviceOn(k, "", path) }
+
 // deviceOn is Device through the system calls of k, reading sysfs under
 // root ("" for /).
 func deviceOn(k amdxdna.Kernel, root, path string) (*Info, error) {
@@ -166,11 +171,13 @@ func deviceOn(k amdxdna.Kernel, root, path string) (*Info, error) {
 
 // drmDriver asks DRM_IOCTL_VERSION for the driver's name and version.
 func drmDriver(k amdxdna.Kernel, fd int, info *Info) error {
-	var name [64]byte
+	var name, desc [128]byte
 	var p runtime.Pinner
 	defer p.Unpin()
 	p.Pin(&name[0])
-	v := amdxdna.DRMVersion{NameLen: uint64(len(name)), Name: uint64(uintptr(unsafe.Pointer(&name[0])))}
+	p.Pin(&desc[0])
+	v := amdxdna.DRMVersion{NameLen: uint64(len(name)), Name: uint64(uintptr(unsafe.Pointer(&name[0]))),
+		DescLen: uint64(len(desc)), Desc: uint64(uintptr(unsafe.Pointer(&desc[0])))}
 	if err := k.Ioctl(fd, amdxdna.IoctlVersion, unsafe.Pointer(&v)); err != nil {
 		if errors.Is(err, syscall.ENOTTY) || errors.Is(err, syscall.EINVAL) {
 			return fmt.Errorf("not a DRM device: %w", err)
@@ -180,6 +187,7 @@ func drmDriver(k amdxdna.Kernel, fd int, info *Info) error {
 	n := min(int(v.NameLen), len(name))
 	info.Driver = strings.TrimRight(string(name[:n]), "\x00")
 	info.DriverVersion = [3]int{int(v.Major), int(v.Minor), int(v.Patchlevel)}
+	info.DriverDesc = strings.TrimRight(string(desc[:min(int(v.DescLen), len(desc))]), "\x00")
 	return nil
 }
 

@@ -65,6 +65,9 @@ type Options struct {
 	Catalog *kernelsel.Catalog // the slots (default: kernelsel.Default())
 	// Device names the device for the report: "npu", "emu" or "sim".
 	Device string
+	// DeviceDesc says which NPU and driver made the timings on "npu"
+	// ("/dev/accel/accel0, amdxdna_accel_driver 0.1.0 (...)").
+	DeviceDesc string
 	// Open opens a fresh device; each slot gets its own and closes it.
 	Open func() (npu.Device, error)
 	// XCLBin returns the xclbin of a slot (the catalog's file on an NPU,
@@ -197,7 +200,7 @@ func Run(o Options) (*Report, error) {
 func (o Options) source(what string) string {
 	switch o.Device {
 	case "npu":
-		return "measured on the NPU: " + what
+		return "measured on " + cmpOr(o.DeviceDesc, "the NPU") + ": " + what
 	case "sim":
 		return "emulator (sim: the AIE kernel sources compiled for the host CPU), host wall clock, not an NPU figure: " + what
 	}
@@ -444,6 +447,13 @@ func measure(o Options, tgt *target.Target, s *kernelsel.Slot, rng *rand.Rand, r
 // shortChunk reports whether the chunks are not all of one size.
 func shortChunk(ch []npu.Chunk) bool {
 	return slices.ContainsFunc(ch, func(c npu.Chunk) bool { return c.Bytes != ch[0].Bytes })
+}
+
+func cmpOr(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }
 
 // columnCounts returns 1, 2, 4 and all (up to all).

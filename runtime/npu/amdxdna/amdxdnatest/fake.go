@@ -59,6 +59,10 @@ func XDNA2() Config {
 	return Config{Driver: "amdxdna_accel_driver", Cols: 8, Columns: 8, DevGen: 4, MaxContexts: 16}
 }
 
+// FakeDesc is the driver description DRM_IOCTL_VERSION gives (the real
+// driver's says "AMD XDNA DRM implementation" or the like).
+const FakeDesc = "fake amdxdna driver (amdxdnatest): commands execute on the emulator"
+
 // Path is the device path the fake answers to.
 const Path = "/dev/accel/accel0"
 
@@ -480,6 +484,13 @@ func (k *Kernel) version(v *amdxdna.DRMVersion) error {
 	}
 	v.Major, v.Minor, v.Patchlevel = 0, 1, 0
 	v.NameLen = uint64(len(name))
+	// The description says what this is, so that no report passes the
+	// fake's figures off as a device's.
+	desc := []byte(FakeDesc)
+	if v.DescLen > 0 && v.Desc != 0 {
+		copy(unsafe.Slice((*byte)(ptr(v.Desc)), v.DescLen), desc)
+	}
+	v.DescLen = uint64(len(desc))
 	return nil
 }
 
