@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/xdna-go/xdna/cmd/internal/cli"
 	"github.com/xdna-go/xdna/cache"
+	"github.com/xdna-go/xdna/cmd/internal/cli"
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/layout/pack"
