@@ -70,14 +70,20 @@ func TestSelftestFault(t *testing.T) {
 // emulator), prints the prediction before and after, and bench --device emu
 // then predicts with it.
 func TestCalibrateEmu(t *testing.T) {
+	for _, target := range []string{"xdna1", "xdna2"} {
+		t.Run(target, func(t *testing.T) { calibrateEmu(t, target) })
+	}
+}
+
+func calibrateEmu(t *testing.T, target string) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	x := packFixtureN(t, "tiny-llama-q8_0", "xdna2", 0)
+	x := packFixtureN(t, "tiny-llama-q8_0", target, 0)
 	out, _, err := run(t, "", "calibrate", x, "--device", "emu", "--rounds", "1", "--stream-bytes", "262144")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	t.Logf("calibrate:\n%s", out)
-	path := filepath.Join(os.Getenv("XDG_CACHE_HOME"), "xdna", "calibration", "xdna2-emu.json")
+	path := filepath.Join(os.Getenv("XDG_CACHE_HOME"), "xdna", "calibration", target+"-emu.json")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +98,9 @@ func TestCalibrateEmu(t *testing.T) {
 	}
 	if f, _ := c["context_switch_us"].(map[string]any); f["measured"] != false || !strings.Contains(f["source"].(string), "assumed: catalog") {
 		t.Errorf("context_switch_us: %v", f)
+	}
+	if c["target"] != target || c["device"] != "emu" {
+		t.Errorf("target %v device %v", c["target"], c["device"])
 	}
 	if !strings.Contains(out, "before (catalog") || !strings.Contains(out, "after ("+path) || !strings.Contains(out, "figure: dispatch") {
 		t.Errorf("no prediction before and after:\n%s", out)
