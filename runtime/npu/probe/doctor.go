@@ -351,6 +351,11 @@ func checkPermissions(s *state) Check {
 		mine = append(mine, cmpOr(groups[g], strconv.Itoa(int(g))))
 	}
 	found += "; you: uid " + strconv.Itoa(int(u.UID)) + ", groups " + strings.Join(mine, ",")
+	if rules := s.udevRules(); len(rules) > 0 {
+		found += "; udev rules for accel: " + strings.Join(rules, ", ")
+	} else {
+		found += "; no udev rule names accel"
+	}
 	if ok && s.info == nil && s.openErr != nil && errors.Is(s.openErr, fs.ErrPermission) {
 		ok = false
 	}
@@ -368,6 +373,24 @@ func checkPermissions(s *state) Check {
 		return needed(name, Fail, found+": no read-write access for the group",
 			fmt.Sprintf("a udev rule: echo '%s' | sudo tee /etc/udev/rules.d/70-amdxdna.rules; sudo udevadm control --reload; sudo udevadm trigger; then sudo usermod -aG render $USER and log in again", udevRule))
 	}
+}
+
+// udevRules lists the udev rule files that mention the accel subsystem.
+func (s *state) udevRules() []string {
+	var out []string
+	for _, dir := range []string{"/etc/udev/rules.d", "/usr/lib/udev/rules.d", "/lib/udev/rules.d", "/run/udev/rules.d"} {
+		files, _ := filepath.Glob(s.path(dir + "/*.rules"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err == nil && strings.Contains(string(b), `"accel"`) {
+				rel := strings.TrimPrefix(f, s.h.Root)
+				if !slices.Contains(out, rel) {
+					out = append(out, rel)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // modeString is ls -l's: crw-rw---- for a character device.

@@ -81,6 +81,11 @@ func NewHost(dir string, cfg HostConfig) (*probe.Host, error) {
 	if bound {
 		files["dev/accel/accel0"] = ""
 	}
+	if cfg.Break != BreakPermissions {
+		// A rule giving accel nodes to render, as a distribution may ship
+		// one (assumed; not checked against any distribution).
+		files["usr/lib/udev/rules.d/50-udev-default.rules"] = `SUBSYSTEM=="accel", GROUP="render", MODE="0660"` + "\n"
+	}
 	for name, body := range files {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
