@@ -92,6 +92,11 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	h.Set("Access-Control-Allow-Methods", corsMethods)
 	h.Set("Access-Control-Allow-Headers", strings.Join(headers, ", "))
 	h.Set("Access-Control-Max-Age", corsMaxAge)
+	// Chromium's Private Network Access: a page of a public origin calling
+	// this loopback server asks first; an allowed origin may.
+	if strings.EqualFold(r.Header.Get("Access-Control-Request-Private-Network"), "true") {
+		h.Set("Access-Control-Allow-Private-Network", "true")
+	}
 	h.Add("Vary", "Access-Control-Request-Method, Access-Control-Request-Headers")
 	w.WriteHeader(http.StatusNoContent)
 	s.logf("OPTIONS %s: preflight from %s for %s: 204", r.URL.Path, origin, r.Header.Get("Access-Control-Request-Method"))

@@ -94,6 +94,15 @@ func TestCORS(t *testing.T) {
 		t.Errorf("plain OPTIONS: %d", w.Code)
 	}
 
+	// Private Network Access: answered for an allowed origin that asks.
+	w = request(t, on, "OPTIONS", "/v1/models", "Origin", page, "Access-Control-Request-Method", "GET", "Access-Control-Request-Private-Network", "true")
+	if w.Code != http.StatusNoContent || w.Header().Get("Access-Control-Allow-Private-Network") != "true" {
+		t.Errorf("private network preflight: %d %v", w.Code, w.Header())
+	}
+	if w := request(t, on, "OPTIONS", "/v1/models", "Origin", page, "Access-Control-Request-Method", "GET"); w.Header().Get("Access-Control-Allow-Private-Network") != "" {
+		t.Errorf("Allow-Private-Network without the request")
+	}
+
 	any := New(b, Config{Model: "m", CORS: []string{"*"}})
 	w = request(t, any, "OPTIONS", "/v1/models", "Origin", "http://127.0.0.1:9", "Access-Control-Request-Method", "GET")
 	if w.Code != http.StatusNoContent || w.Header().Get("Access-Control-Allow-Origin") != "*" || len(w.Header().Values("Vary")) != 1 {
