@@ -62,6 +62,9 @@ type Host struct {
 	User func() (User, error)
 	// Memlock returns RLIMIT_MEMLOCK (soft, hard; ^uint64(0) is unlimited).
 	Memlock func() (soft, hard uint64, err error)
+	// IPCLock reports whether the process has CAP_IPC_LOCK, which lifts
+	// RLIMIT_MEMLOCK (nil: it has not).
+	IPCLock func() bool
 	// KernelLog returns the kernel's log lines (dmesg); an error when this
 	// process may not read it.
 	KernelLog func() ([]string, error)
@@ -493,6 +496,9 @@ func checkMemlock(s *state) Check {
 	found := fmt.Sprintf("RLIMIT_MEMLOCK %s (hard %s); the NPU path pins %s (%s)", show(soft), show(hard), mib(s.o.Pinned), s.o.PinnedBy)
 	if soft == Unlimited || soft >= uint64(s.o.Pinned) {
 		return needed(name, Pass, found, "")
+	}
+	if s.h.IPCLock != nil && s.h.IPCLock() {
+		return needed(name, Pass, found+"; this process has CAP_IPC_LOCK, which lifts the limit (a user without it needs the fix: raise it in /etc/security/limits.d)", "")
 	}
 	fix := fmt.Sprintf("ulimit -l %d for this shell (the hard limit allows it)", (s.o.Pinned+1023)/1024)
 	if hard != Unlimited && hard < uint64(s.o.Pinned) {

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -42,6 +43,20 @@ func System() *Host {
 			return 0, 0, err
 		}
 		return r.Cur, r.Max, nil
+	}
+	h.IPCLock = func() bool {
+		const capIPCLock = 14
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
+				caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				return err == nil && caps&(1<<capIPCLock) != 0
+			}
+		}
+		return false
 	}
 	h.KernelLog = func() ([]string, error) {
 		const readAll = 3 // SYSLOG_ACTION_READ_ALL
