@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -82,6 +83,10 @@ func TestServeCORSChromium(t *testing.T) {
 				"--disable-dev-shm-usage", "--user-data-dir="+t.TempDir(), page.URL+"/")
 			var logb strings.Builder
 			cmd.Stdout, cmd.Stderr = &logb, &logb
+			// Its own process group, so that ending it ends its renderers
+			// and zygotes too, and nothing else.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
