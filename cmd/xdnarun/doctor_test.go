@@ -50,7 +50,7 @@ func TestDoctorFake(t *testing.T) {
 		{amdxdnatest.BreakNone, "firmware protocol", "pass", "accepted the firmware", "", true},
 		{amdxdnatest.BreakNoNode, "device node", "fail", "no /dev/accel/accel*", "load the driver", false},
 		{amdxdnatest.BreakPermissions, "permissions", "fail", "crw-------", "udev rule", false},
-		{amdxdnatest.BreakProtocol, "firmware protocol", "fail", "protocol 7.3; the in-kernel driver expects protocol 6.12", "install the firmware this driver expects", false},
+		{amdxdnatest.BreakProtocol, "firmware protocol", "fail", "protocol 7.3; the in-kernel driver of Linux 6.14-6.19 expects protocol 6.12", "install the firmware this driver expects", false},
 		{amdxdnatest.BreakMemlock, "memlock limit", "fail", "RLIMIT_MEMLOCK 8 MiB", "memlock unlimited", false},
 	} {
 		name := amdxdnatest.Breaks[c.brk]

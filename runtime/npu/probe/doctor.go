@@ -96,10 +96,12 @@ type DoctorOptions struct {
 var npuPCI = map[uint16]bool{0x1502: true, 0x17f0: true}
 
 // Protocol versions the in-kernel driver accepts, from the mainline
-// npuN_regs.c (protocol_major, protocol_minor: the firmware's major must be
-// equal and its minor at least this); not checked on hardware by us.
-// Firmware 1.0.x speaks protocol 6 and 1.1.x protocol 7 on NPU4/5/6
-// (xdna-driver #1074, #1257).
+// npuN_regs.c of Linux 6.14 to 6.19 (protocol_major, protocol_minor: the
+// firmware's major must be equal and its minor at least this); later
+// drivers replace the fixed pair by a firmware directory and a feature
+// table that accepts major 7 too. Not checked on hardware by us. Firmware
+// 1.0.x speaks protocol 6 and 1.1.x protocol 7 on NPU4/5/6 (xdna-driver
+// #1074, #1257).
 var kernelProtocol = map[string][2]int{"npu1": {5, 7}, "npu4": {6, 12}, "npu5": {6, 12}, "npu6": {6, 12}}
 
 // state is what the checks share as they run in order.
@@ -272,7 +274,7 @@ func checkProtocol(s *state) Check {
 		gen = s.pci[0].gen()
 	}
 	want, known := kernelProtocol[gen]
-	expect := "the in-kernel driver expects protocol " + fmt.Sprintf("%d.%d or a later minor", want[0], want[1])
+	expect := "the in-kernel driver of Linux 6.14-6.19 expects protocol " + fmt.Sprintf("%d.%d or a later minor", want[0], want[1])
 	if !known {
 		expect = "the driver checks the protocol at probe"
 	}
@@ -288,7 +290,7 @@ func checkProtocol(s *state) Check {
 	}
 	for _, l := range s.log {
 		if m := protocolRE.FindStringSubmatch(l); m != nil {
-			fix := "install the firmware this driver expects: the amdnpu/ files of the linux-firmware release that matches your kernel, or a firmware file of protocol " + fmt.Sprintf("%d.%d+", want[0], want[1]) + " (1.0.x on NPU4/5/6); or use the out-of-tree driver (github.com/amd/xdna-driver), which accepts newer firmware, with the firmware it installs"
+			fix := "install the firmware this driver expects: the amdnpu/ files of the linux-firmware release that matches your kernel, or a firmware file of protocol " + fmt.Sprintf("%d.%d+", want[0], want[1]) + " (1.0.x on NPU4/5/6); or a newer kernel, or the out-of-tree driver (github.com/amd/xdna-driver) with the firmware it installs"
 			if !known {
 				fix = "install the firmware that matches this driver (the linux-firmware release of your kernel), or the out-of-tree driver with its firmware"
 			}
