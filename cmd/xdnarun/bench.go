@@ -220,6 +220,19 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 		}
 		stats := l.backend.Stats()
 		p := npu.PredictResident(m.Tensors, tgt, res.StreamGBs, npu.DefaultRingSize, stats.ResidentBytes)
+		s0 := npu.Predict(m.Tensors, tgt, res.StreamGBs)
+		figures := "catalog defaults"
+		if c, path, err := readCalibration(m.Package.Target, l.device); err != nil {
+			fmt.Fprintf(stderr, "xdnarun: %v; using the catalog's figures\n", err)
+		} else if c != nil {
+			if p, err = npu.PredictCalibratedResident(m.Tensors, tgt, res.StreamGBs, c, stats.ResidentBytes); err != nil {
+				return err
+			}
+			if s0, err = npu.PredictCalibrated(m.Tensors, tgt, res.StreamGBs, c); err != nil {
+				return err
+			}
+			figures = "calibrated: " + path
+		}
 		res.Predicted = p.String()
 		res.Counted = p.Against(counted, o.tg)
 		pt := counted.PerToken(o.tg)
@@ -227,11 +240,10 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 		res.PinnedPeak = stats.PinnedPeak
 		res.ResidentBytes, res.ResidentMatrices = stats.ResidentBytes, stats.ResidentMats
 		if stats.ResidentBytes > 0 {
-			s0 := npu.Predict(m.Tensors, tgt, res.StreamGBs)
 			res.PredictedStreaming = s0.TokensPerSecond()
 		}
-		fmt.Fprintf(stderr, "cost model (%s, catalog defaults): %s\n%s\npinned host memory, peak: %.1f MiB (resident weights %.1f MiB in %d matrices)\n",
-			m.Package.Target, res.Predicted, res.Counted, float64(res.PinnedPeak)/(1<<20), float64(stats.ResidentBytes)/(1<<20), stats.ResidentMats)
+		fmt.Fprintf(stderr, "cost model (%s, %s): %s\n%s\npinned host memory, peak: %.1f MiB (resident weights %.1f MiB in %d matrices)\n",
+			m.Package.Target, figures, res.Predicted, res.Counted, float64(res.PinnedPeak)/(1<<20), float64(stats.ResidentBytes)/(1<<20), stats.ResidentMats)
 		if res.PredictedStreaming > 0 {
 			fmt.Fprintf(stderr, "predicted without resident weights (all streamed through the ring): %.1f tok/s\n", res.PredictedStreaming)
 		}

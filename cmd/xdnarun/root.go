@@ -125,7 +125,7 @@ terminal, stdin is the prompt. A GGUF file is packed once into the cache
 	addLoadFlags(cmd, &o.loadOptions)
 	o.llama.add(cmd)
 	cmd.SetVersionTemplate("{{.Version}}\n")
-	cmd.AddCommand(newTokenizeCmd(), newPerplexityCmd(), newBenchCmd(), newProbeCmd())
+	cmd.AddCommand(newTokenizeCmd(), newPerplexityCmd(), newBenchCmd(), newProbeCmd(), newDoctorCmd(), newSelftestCmd(), newCalibrateCmd())
 	addServeCommands(cmd)
 	return cmd
 }

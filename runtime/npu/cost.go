@@ -63,6 +63,7 @@ type Prediction struct {
 
 	Tensors []TensorCost // per matmul, in execution order
 	Paths   []PathTotal  // Total with the per-dispatch cost of each direct submit path
+	Figures []string     // the inputs' sources when a calibration gave them (PredictCalibrated)
 }
 
 // TensorCost is one matrix's share of a Prediction.
@@ -248,6 +249,9 @@ func SubmitPaths(target string) []SubmitPath {
 func (p *Prediction) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "predicted on %s: %.2f ms/token, %.1f tok/s\n", p.Target, p.MsPerToken(), p.TokensPerSecond())
+	for _, f := range p.Figures {
+		fmt.Fprintf(&b, "  figure: %s\n", f)
+	}
 	if p.NPUMatrices == 0 {
 		// Nothing to dispatch: the submit paths and streams would all be
 		// zeros that read like a figure.

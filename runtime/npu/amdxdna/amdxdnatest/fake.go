@@ -51,6 +51,10 @@ type Config struct {
 	// Kernels makes the cores' kernel of the design each configured CU's
 	// PDI names (nil: gemv.GoModel, the Go model).
 	Kernels gemv.Factory
+	// Firmware is what QUERY_FIRMWARE_VERSION answers (major, minor,
+	// patch, build; zero: 1.5.5.391 on XDNA1, 1.1.2.64 on XDNA2: release
+	// numbers seen in the field, not a claim about any device).
+	Firmware [4]uint32
 }
 
 // XDNA1 is a Phoenix NPU.
@@ -62,6 +66,10 @@ func XDNA1() Config {
 func XDNA2() Config {
 	return Config{Driver: "amdxdna_accel_driver", Cols: 8, Columns: 8, DevGen: 4, MaxContexts: 16}
 }
+
+// FakeDesc is the driver description DRM_IOCTL_VERSION gives (the real
+// driver's says "AMD XDNA DRM implementation" or the like).
+const FakeDesc = "fake amdxdna driver (amdxdnatest): commands execute on the emulator"
 
 // Path is the device path the fake answers to.
 const Path = "/dev/accel/accel0"
@@ -484,11 +492,31 @@ func (k *Kernel) version(v *amdxdna.DRMVersion) error {
 	}
 	v.Major, v.Minor, v.Patchlevel = 0, 1, 0
 	v.NameLen = uint64(len(name))
+	// The description says what this is, so that no report passes the
+	// fake's figures off as a device's.
+	desc := []byte(FakeDesc)
+	if v.DescLen > 0 && v.Desc != 0 {
+		copy(unsafe.Slice((*byte)(ptr(v.Desc)), v.DescLen), desc)
+	}
+	v.DescLen = uint64(len(desc))
 	return nil
 }
 
 func (k *Kernel) getInfo(g *amdxdna.GetInfo) error {
-	if g.Param != amdxdna.QueryAIEMetadata {
+	switch g.Param {
+	case amdxdna.QueryAIEVersion:
+		return putInfo(g, "AIE version", amdxdna.AIEVersion{Major: 2})
+	case amdxdna.QueryFirmwareVersion:
+		fw := k.cfg.Firmware
+		if fw == [4]uint32{} {
+			fw = [4]uint32{1, 1, 2, 64}
+			if k.cfg.Cols < 8 {
+				fw = [4]uint32{1, 5, 5, 391}
+			}
+		}
+		return putInfo(g, "firmware version", amdxdna.FirmwareVersion{Major: fw[0], Minor: fw[1], Patch: fw[2], Build: fw[3]})
+	case amdxdna.QueryAIEMetadata:
+	default:
 		return fail(syscall.EINVAL, "GET_INFO param %d not faked", g.Param)
 	}
 	m := amdxdna.AIEMetadata{ColSize: 0x2000000, Cols: k.cfg.Cols, Rows: 6, Version: amdxdna.AIEVersion{Major: 2},
@@ -499,6 +527,17 @@ func (k *Kernel) getInfo(g *amdxdna.GetInfo) error {
 	}
 	*(*amdxdna.AIEMetadata)(ptr(g.Buffer)) = m
 	g.BufferSize = uint32(unsafe.Sizeof(m))
+	return nil
+}
+
+// putInfo answers a GET_INFO with v, as the driver does: a buffer too
+// small is EINVAL.
+func putInfo[T any](g *amdxdna.GetInfo, what string, v T) error {
+	if g.BufferSize < uint32(unsafe.Sizeof(v)) || g.Buffer == 0 {
+		return fail(syscall.EINVAL, "GET_INFO %s: buffer of %d bytes, need %d", what, g.BufferSize, unsafe.Sizeof(v))
+	}
+	*(*T)(ptr(g.Buffer)) = v
+	g.BufferSize = uint32(unsafe.Sizeof(v))
 	return nil
 }
 
