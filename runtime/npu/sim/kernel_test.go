@@ -81,7 +81,7 @@ func TestLayout(t *testing.T) {
 			planes[i] = pl.Off
 		}
 		got := c.layout()
-		want := layout{Planes: planes, Bytes: p.Bytes, Stride: r.Stride, Scales: r.Scales, Sums: r.Sums, Lanes: tg.Lanes}
+		want := slotLayout{Planes: planes, Bytes: p.Bytes, Stride: r.Stride, Scales: r.Scales, Sums: r.Sums, Lanes: tg.Lanes}
 		if got != want {
 			t.Errorf("%s: compiled kernel's layout %+v, gemv's %+v", s.Name, got, want)
 		}
@@ -299,5 +299,68 @@ func TestKernelsMatchModel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInitSetsModes: a core's rounding mode is floor until its program
+// calls gemv.FnInit, which sets the mode the kernels rely on (the landed
+// kernels set it only in the simulation's driver, never on the device). A
+// Q4_K row whose sumi, 124354575, is not a float32 converts to 124354568
+// under floor and to 124354576 (the Go model's float32) under conv_even;
+// every other core keeps its own modes.
+func TestInitSetsModes(t *testing.T) {
+	for _, name := range []string{"xdna1", "xdna2"} {
+		tg, _ := target.ByName(name)
+		k, err := New(name, planar.Q4_K, 256, tg.Lanes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &k.Piece
+		w := make([]byte, p.Bytes)
+		codes, sm, dm := make([]byte, 128), make([]byte, 16), []byte{0x00, 0x3c, 0, 0} // d = 1, dmin = 0
+		for i := range codes {
+			codes[i] = 0xFF // every code 15
+		}
+		for i := 0; i < 8; i++ {
+			sm[i] = 255 // scales 255 (a byte; any byte is computed exactly), mins 0
+		}
+		for r := 0; r < p.Rows; r++ {
+			putRow(p, w, 0, r, 0, codes)
+			putRow(p, w, 1, r, 0, sm)
+			putRow(p, w, 2, r, 0, dm)
+		}
+		rec := make([]byte, k.Record.Stride)
+		for i := 0; i < 256; i++ {
+			rec[i] = 127
+		}
+		rec[0] = 126 // sumi = 8*255*32*15*127 - 255*15 = 124354575
+		binary.LittleEndian.PutUint32(rec[k.Record.Scales:], math.Float32bits(1))
+		acc := make([]byte, 4*tg.Lanes*16)
+		run := func(row int) float32 {
+			out := make([]byte, 4*tg.Lanes)
+			if err := k.Call(0, row, gemv.FnOut, []gemv.Value{{Buf: w}, {Buf: rec}, {Buf: acc}, {Buf: out}, {Int: 0}, {Int: 1}}); err != nil {
+				t.Fatal(err)
+			}
+			v := math.Float32frombits(binary.LittleEndian.Uint32(out))
+			for r := 1; r < tg.Lanes; r++ {
+				if u := math.Float32frombits(binary.LittleEndian.Uint32(out[4*r:])); u != v {
+					t.Fatalf("%s: row %d %v, row 0 %v", name, r, u, v)
+				}
+			}
+			return v
+		}
+		if v := run(2); v != 124354568 {
+			t.Errorf("%s: before xdna_gemv_init: %v, want 124354568 (floor)", name, v)
+		}
+		if err := k.Call(0, 2, gemv.FnInit, nil); err != nil {
+			t.Fatal(err)
+		}
+		model := int32(124354575)
+		if v := run(2); v != 124354576 || v != float32(model) {
+			t.Errorf("%s: after xdna_gemv_init: %v, want 124354576 (conv_even, the model's float32)", name, v)
+		}
+		if v := run(3); v != 124354568 {
+			t.Errorf("%s: core (0,3), which did not call xdna_gemv_init: %v, want 124354568 (floor)", name, v)
+		}
 	}
 }

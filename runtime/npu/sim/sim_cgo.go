@@ -75,18 +75,18 @@ func compiled(name string) [][2]int {
 	return out
 }
 
-// layout is what a compiled slot computes of its buffers (entry.inc's
+// slotLayout is what a compiled slot computes of its buffers (entry.inc's
 // xdna_gemv_layout).
-type layout struct {
+type slotLayout struct {
 	Planes                      [4]int // plane offsets in the piece, 0 past the last
 	Bytes                       int    // the piece's size
 	Stride, Scales, Sums, Lanes int    // the record's and the lanes
 }
 
-func (c cSlot) layout() layout {
+func (c cSlot) layout() slotLayout {
 	var off [8]C.uint
 	n := C.xdna_sim_layout(c.s, &off[0])
-	l := layout{Bytes: int(n), Stride: int(off[4]), Scales: int(off[5]), Sums: int(off[6]), Lanes: int(off[7])}
+	l := slotLayout{Bytes: int(n), Stride: int(off[4]), Scales: int(off[5]), Sums: int(off[6]), Lanes: int(off[7])}
 	for i := range l.Planes {
 		l.Planes[i] = int(off[i])
 	}
