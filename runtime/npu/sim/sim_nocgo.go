@@ -30,4 +30,6 @@ func lookup(string, planar.Type, int) (cSlot, bool) { return cSlot{}, false }
 
 func compiled(string) [][2]int { return nil }
 
-func (cSlot) call(int, *modes, []byte, []byte, []byte, []byte, int32, int32) error { return errNoCompiler }
+func (cSlot) call(int, *modes, []byte, []byte, []byte, []byte, int32, int32) error {
+	return errNoCompiler
+}

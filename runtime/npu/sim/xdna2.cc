@@ -6,7 +6,7 @@
 // one object file per slot, its functions named xdna2_<slot>_xdna_gemv_*.
 // The go command does not see edits to these included files; this line changes with
 // them (hash_test.go), so that it recompiles:
-// kernel sources sha256 ff99591726cc2d8c5fa2f2a220c5d749650b69c11d3ae7160e2aefc2ceff054a
+// kernel sources sha256 1910566d58f828f132d44c2ea52cb3f1f881475dfce03e4c6eedafc98dc9f9fa
 #define XDNA_SIM 1
 #include "sim.h"
 
