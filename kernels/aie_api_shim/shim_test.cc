@@ -190,7 +190,10 @@ int main() {
   // Shifts: downshift is arithmetic for signed lanes; upshift wraps.
   CHECK(downshift(broadcast<int32_t, 16>(-8), 1)[0] == -4);
   CHECK(bit_and(downshift(broadcast<int32_t, 16>(int32_t(0x80000000u)), 31), 1)[0] == 1);
-  CHECK(upshift(broadcast<int16_t, 16>(0x4000), 1)[0] == int16_t(0x8000));
+  aie_shim::clear_error();
+  CHECK(upshift(broadcast<int16_t, 16>(0x2000), 1)[0] == 0x4000 && !aie_shim::error()[0]);
+  CHECK(upshift(broadcast<int16_t, 16>(0x4000), 1)[0] == int16_t(0x8000) && aie_shim::error()[0]);  // overflow: recorded
+  aie_shim::clear_error();
 
   // ref #4: alignment. AIE2 needs 32 bytes for a 512-bit load, AIE2P 64.
   aie_shim::gen = 1;

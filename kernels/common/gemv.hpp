@@ -155,7 +155,10 @@ XDNA_INLINE aie::vector<float, 16> f16bits(const aie::vector<int32_t, 16>& h) {
   vector<int32_t, 16> subn = to_float<float>(m, 24).cast_to<int32_t>();      // exact: m < 2^10
   vector<int32_t, 16> isn = sub(zeros<int32_t, 16>(), min(e, 1));           // all ones where e > 0
   vector<int32_t, 16> mag = bit_or(bit_and(norm, isn), bit_and(subn, bit_not(isn)));
-  return bit_or(mag, upshift(bit_and(h, 0x8000), 16)).cast_to<float>();
+  // The sign bit without a shift into bit 31 (which a saturating upshift would clip):
+  // 0 - (h >> 15) is all ones for a negative f16, masked to 0x80000000.
+  vector<int32_t, 16> sign = bit_and(sub(zeros<int32_t, 16>(), downshift(h, 15)), int32_t(0x80000000u));
+  return bit_or(mag, sign).cast_to<float>();
 }
 
 // half is f16 number idx of every row of a plane of P bytes a row, as f32 lanes.

@@ -564,9 +564,17 @@ template <typename T, unsigned N> vector<T, N> downshift(const vector<T, N>& a, 
   for (unsigned i = 0; i < N; i++) r.set(typename vector<T, N>::elem(a[i] >> s), i);
   return r;
 }
+// A lane that overflows T (a bit shifted into or past the sign) is recorded as an
+// error: aie_api does not say whether it wraps or saturates, so a kernel must not
+// depend on it. The result wraps.
 template <typename T, unsigned N> vector<T, N> upshift(const vector<T, N>& a, unsigned s) {
   vector<T, N> r;
-  for (unsigned i = 0; i < N; i++) r.set(typename vector<T, N>::elem(detail::wrap<T>(int64_t(uint64_t(int64_t(a[i])) << s))), i);
+  for (unsigned i = 0; i < N; i++) {
+    int64_t full = int64_t(a[i]) * (int64_t(1) << s);
+    if (full < detail::min_of<T>() || full > detail::max_of<T>())
+      aie_shim::fail("upshift: a lane overflows its type (wrap or saturation is undocumented), shift ", s);
+    r.set(typename vector<T, N>::elem(detail::wrap<T>(full)), i);
+  }
   return r;
 }
 template <typename T, unsigned N> vector<T, N> max(const vector<T, N>& a, detail::scal<T> s) {

@@ -4,7 +4,7 @@
 // entry point with the core's modes swapped in and the shim's rule checks around it.
 // The go command does not see edits to the included shim; this line changes with it
 // (hash_test.go), so that it recompiles:
-// kernel sources sha256 1910566d58f828f132d44c2ea52cb3f1f881475dfce03e4c6eedafc98dc9f9fa
+// kernel sources sha256 ba80a48439247490445acb8d4b87d597125c1a50dca14cffe2e5062618f35249
 #include <aie_api/aie.hpp>
 
 #include "sim.h"

@@ -6,7 +6,7 @@
 // one object file per slot, its functions named xdna1_<slot>_xdna_gemv_*.
 // The go command does not see edits to these included files; this line changes with
 // them (hash_test.go), so that it recompiles:
-// kernel sources sha256 1910566d58f828f132d44c2ea52cb3f1f881475dfce03e4c6eedafc98dc9f9fa
+// kernel sources sha256 ba80a48439247490445acb8d4b87d597125c1a50dca14cffe2e5062618f35249
 #define XDNA_SIM 1
 #include "sim.h"
 
