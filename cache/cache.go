@@ -4,6 +4,7 @@
 //
 //	<root>/gguf/<sha256 of the GGUF file>-<target>.xdna
 //	<root>/zst/<sha256 of the .zst file>.xdna
+//	<root>/calibration/<target>-<device>.json  (xdnarun calibrate)
 //
 // Every file is written to a temporary file in its directory and renamed
 // into place, so a name that exists is complete.
@@ -68,4 +69,19 @@ func checkSHA(sha string) error {
 		}
 	}
 	return nil
+}
+
+// Calibration returns the path of the calibration file `xdnarun calibrate`
+// writes for target, measured on device (npu, emu or sim):
+// <root>/calibration/<target>-<device>.json.
+func Calibration(target, device string) (string, error) {
+	if target != "xdna1" && target != "xdna2" {
+		return "", fmt.Errorf("cache: target %q: want xdna1 or xdna2", target)
+	}
+	switch device {
+	case "npu", "emu", "sim":
+	default:
+		return "", fmt.Errorf("cache: device %q: want npu, emu or sim", device)
+	}
+	return path("calibration", target+"-"+device+".json")
 }

@@ -150,6 +150,32 @@ type Format struct {
 	Source Type
 	Block  int // K granularity: the K-tile must be a multiple of this
 	Planes []Plane
+	// Act is the format the activations are quantised into for these
+	// weights (as llama.cpp's CPU backend pairs them: vec_dot_type), the
+	// one place every kernel, CPU or NPU, reads it from.
+	Act Act
+}
+
+// Act is an activation format: what a token's inputs become before they
+// meet the weights.
+type Act uint8
+
+// The activation formats.
+const (
+	ActF32  Act = iota // f32 values
+	ActF16             // f16 values
+	ActBF16            // bf16 values
+	ActQ8_0            // int8 codes, f16 scale per 32 (block_q8_0)
+	ActQ8_K            // int8 codes, f32 scale per 256, int16 sums per 16 (block_q8_K)
+)
+
+// ActOf returns the activation format for weights of type t (ActF32 for a
+// type with no planar format).
+func ActOf(t Type) Act {
+	if f, ok := formats[t]; ok {
+		return f.Act
+	}
+	return ActF32
 }
 
 func per(num, den int) func(int) int { return func(t int) int { return t * num / den } }
@@ -157,37 +183,37 @@ func per(num, den int) func(int) int { return func(t int) int { return t * num /
 // formats lists every source type we pack. The plane lists are the layout
 // contract; docs/FORMAT.md describes each byte.
 var formats = map[Type]*Format{
-	Q4_0: {Name: "q4_0.p1", Source: Q4_0, Block: 32, Planes: []Plane{
+	Q4_0: {Name: "q4_0.p1", Source: Q4_0, Block: 32, Act: ActQ8_0, Planes: []Plane{
 		{"codes", per(1, 2)},   // 4-bit codes, element 2i low nibble, 2i+1 high; unsigned, w = (q-8)*d
 		{"scales", per(2, 32)}, // f16 d per 32
 	}},
-	Q5_0: {Name: "q5_0.p1", Source: Q5_0, Block: 32, Planes: []Plane{
+	Q5_0: {Name: "q5_0.p1", Source: Q5_0, Block: 32, Act: ActQ8_0, Planes: []Plane{
 		{"codes", per(1, 2)},   // low 4 bits, sequential as Q4_0
 		{"high", per(1, 8)},    // 5th bit, element i at byte i/8 bit i%8
 		{"scales", per(2, 32)}, // f16 d per 32; w = (q-16)*d
 	}},
-	Q8_0: {Name: "q8_0.p1", Source: Q8_0, Block: 32, Planes: []Plane{
+	Q8_0: {Name: "q8_0.p1", Source: Q8_0, Block: 32, Act: ActQ8_0, Planes: []Plane{
 		{"codes", per(1, 1)},   // int8
 		{"scales", per(2, 32)}, // f16 d per 32
 	}},
-	Q4_K: {Name: "q4_k.p1", Source: Q4_K, Block: 256, Planes: []Plane{
+	Q4_K: {Name: "q4_k.p1", Source: Q4_K, Block: 256, Act: ActQ8_K, Planes: []Plane{
 		{"codes", per(1, 2)},        // 4-bit codes, sequential
 		{"scalemins", per(16, 256)}, // per 256: 8 sub-block scales (u6 as bytes) then 8 mins
 		{"dmin", per(4, 256)},       // per 256: f16 d, f16 dmin
 	}},
-	Q5_K: {Name: "q5_k.p1", Source: Q5_K, Block: 256, Planes: []Plane{
+	Q5_K: {Name: "q5_k.p1", Source: Q5_K, Block: 256, Act: ActQ8_K, Planes: []Plane{
 		{"codes", per(1, 2)},
 		{"high", per(1, 8)},
 		{"scalemins", per(16, 256)},
 		{"dmin", per(4, 256)},
 	}},
-	Q6_K: {Name: "q6_k.p1", Source: Q6_K, Block: 256, Planes: []Plane{
+	Q6_K: {Name: "q6_k.p1", Source: Q6_K, Block: 256, Act: ActQ8_K, Planes: []Plane{
 		{"codes", per(1, 1)},     // int8 q-32
 		{"scales", per(16, 256)}, // int8 per 16
 		{"d", per(2, 256)},       // f16 per 256
 	}},
-	F16:  {Name: "f16.p1", Source: F16, Block: 1, Planes: []Plane{{"values", per(2, 1)}}},
-	BF16: {Name: "bf16.p1", Source: BF16, Block: 1, Planes: []Plane{{"values", per(2, 1)}}},
+	F16:  {Name: "f16.p1", Source: F16, Block: 1, Act: ActF16, Planes: []Plane{{"values", per(2, 1)}}},
+	BF16: {Name: "bf16.p1", Source: BF16, Block: 1, Act: ActBF16, Planes: []Plane{{"values", per(2, 1)}}},
 	F32:  {Name: "f32.p1", Source: F32, Block: 1, Planes: []Plane{{"values", per(4, 1)}}},
 }
 

@@ -65,6 +65,24 @@ type Config struct {
 	Queue    int       // requests that may wait for a slot beyond Parallel (default 16); more get 503
 	MaxBody  int64     // request body limit in bytes (default 1 MiB); larger get 413
 	Log      io.Writer // one line per request; nil: none
+	// CORS lists the origins ("http://localhost:3000", or "*" for any)
+	// whose web pages may call the server: their requests get
+	// Access-Control-Allow-Origin and their preflight OPTIONS is answered.
+	// Empty: no CORS header is ever sent and OPTIONS is refused, so a
+	// browser refuses cross-origin calls.
+	CORS []string
+	// Info describes the model and where it runs, for /v1/models.
+	Info ModelInfo
+}
+
+// ModelInfo is what /v1/models says about the model beside its id.
+type ModelInfo struct {
+	Architecture  string `json:"architecture,omitempty"`   // llama, qwen2, ...
+	Parameters    int64  `json:"parameters,omitempty"`     // weights, in all
+	Quantisation  string `json:"quantisation,omitempty"`   // the type most weights have: Q4_0, ...
+	ContextLength int    `json:"context_length,omitempty"` // -c: the context the server gives each request
+	Target        string `json:"target,omitempty"`         // the NPU the package is packed for: xdna1 or xdna2
+	Device        string `json:"device,omitempty"`         // what runs the planned matrices: cpu, emu, sim or npu
 }
 
 // Stats counts the requests a Server holds.
@@ -117,6 +135,9 @@ func (s *Server) Stats() Stats {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cors(w, r) {
+		return
+	}
 	// Unknown paths and methods get the OpenAI error shape too.
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		status, msg := http.StatusNotFound, "unknown path "+r.URL.Path
@@ -218,15 +239,18 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"status": "ok", "model": s.c.Model, "active": st.Active, "waiting": st.Waiting})
 }
 
+// modelObject is OpenAI's model object with ModelInfo's fields beside:
+// clients that know only OpenAI's ignore them.
 type modelObject struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	ModelInfo
 }
 
 func (s *Server) modelObject() modelObject {
-	return modelObject{ID: s.c.Model, Object: "model", Created: 0, OwnedBy: "xdna"}
+	return modelObject{ID: s.c.Model, Object: "model", Created: 0, OwnedBy: "xdna", ModelInfo: s.c.Info}
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {

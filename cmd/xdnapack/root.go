@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdna-go/xdna/cache"
 	"github.com/xdna-go/xdna/cmd/internal/cli"
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
@@ -121,6 +122,17 @@ func runPack(ctx context.Context, o *packOptions) error {
 		}
 		tgt, _ := cat.Target(o.target)
 		pred := npu.Predict(entries, tgt, o.hostGBps)
+		// An NPU's calibration (xdnarun calibrate) replaces the catalog's
+		// figures; an emulator's does not predict an NPU.
+		if path, err := cache.Calibration(o.target, "npu"); err == nil {
+			if c, err := npu.ReadCalibration(path); err == nil {
+				if p, err := npu.PredictCalibrated(entries, tgt, o.hostGBps, c); err == nil {
+					pred = p
+				}
+			} else if !os.IsNotExist(err) {
+				fmt.Fprintf(o.stderr, "xdnapack: %v; predicting with the catalog's figures\n", err)
+			}
+		}
 		fmt.Fprintf(o.stdout, "predicted decode (cost model, host at %g GB/s): %s\n", o.hostGBps, pred.String())
 		for _, n := range plan.Notes {
 			fmt.Fprintln(o.stderr, "note:", n)

@@ -98,6 +98,11 @@ type benchResult struct {
 	// PinnedPeak is the most device-visible (pinned) host memory the run
 	// held at once: the staging ring plus the small I/O buffers.
 	PinnedPeak int64 `json:"pinned_peak_bytes,omitempty"`
+	// ResidentBytes and ResidentMatrices are the weights kept resident
+	// (--npu-resident); PredictedStreaming the prediction with none.
+	ResidentBytes      int64   `json:"resident_bytes,omitempty"`
+	ResidentMatrices   int64   `json:"resident_matrices,omitempty"`
+	PredictedStreaming float64 `json:"predicted_streaming_tok_s,omitempty"`
 }
 
 func newBenchCmd() *cobra.Command {
@@ -138,6 +143,9 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 	}
 	if o.pp+o.tg > o.ctx {
 		return fmt.Errorf("-p %d + -n %d exceeds the context -c %d", o.pp, o.tg, o.ctx)
+	}
+	if o.warn == nil {
+		o.warn = stderr // device notes: auto's choice, the resident budget, fallbacks
 	}
 	l, err := load(ctx, path, o.loadOptions)
 	if err != nil {
@@ -210,13 +218,35 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 		if err != nil {
 			return err
 		}
-		p := npu.Predict(m.Tensors, tgt, res.StreamGBs)
+		stats := l.backend.Stats()
+		p := npu.PredictResident(m.Tensors, tgt, res.StreamGBs, npu.DefaultRingSize, stats.ResidentBytes)
+		s0 := npu.Predict(m.Tensors, tgt, res.StreamGBs)
+		figures := "catalog defaults"
+		if c, path, err := readCalibration(m.Package.Target, l.device); err != nil {
+			fmt.Fprintf(stderr, "xdnarun: %v; using the catalog's figures\n", err)
+		} else if c != nil {
+			if p, err = npu.PredictCalibratedResident(m.Tensors, tgt, res.StreamGBs, c, stats.ResidentBytes); err != nil {
+				return err
+			}
+			if s0, err = npu.PredictCalibrated(m.Tensors, tgt, res.StreamGBs, c); err != nil {
+				return err
+			}
+			figures = "calibrated: " + path
+		}
 		res.Predicted = p.String()
 		res.Counted = p.Against(counted, o.tg)
 		pt := counted.PerToken(o.tg)
 		res.Stats = &pt
-		res.PinnedPeak = l.backend.Stats().PinnedPeak
-		fmt.Fprintf(stderr, "cost model (%s, catalog defaults): %s\n%s\npinned host memory, peak: %.1f MiB\n", m.Package.Target, res.Predicted, res.Counted, float64(res.PinnedPeak)/(1<<20))
+		res.PinnedPeak = stats.PinnedPeak
+		res.ResidentBytes, res.ResidentMatrices = stats.ResidentBytes, stats.ResidentMats
+		if stats.ResidentBytes > 0 {
+			res.PredictedStreaming = s0.TokensPerSecond()
+		}
+		fmt.Fprintf(stderr, "cost model (%s, %s): %s\n%s\npinned host memory, peak: %.1f MiB (resident weights %.1f MiB in %d matrices)\n",
+			m.Package.Target, figures, res.Predicted, res.Counted, float64(res.PinnedPeak)/(1<<20), float64(stats.ResidentBytes)/(1<<20), stats.ResidentMats)
+		if res.PredictedStreaming > 0 {
+			fmt.Fprintf(stderr, "predicted without resident weights (all streamed through the ring): %.1f tok/s\n", res.PredictedStreaming)
+		}
 	}
 	if o.json {
 		return json.NewEncoder(stdout).Encode(res)

@@ -1,13 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/xdna-go/xdna/cmd/internal/cli"
 	"github.com/xdna-go/xdna/layout"
@@ -15,10 +13,7 @@ import (
 	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/npu"
 	"github.com/xdna-go/xdna/runtime/npu/amdxdna"
-	"github.com/xdna-go/xdna/runtime/npu/emu"
-	"github.com/xdna-go/xdna/runtime/npu/probe"
-	"github.com/xdna-go/xdna/runtime/npu/sim"
-	"github.com/xdna-go/xdna/runtime/npu/xrt"
+	"github.com/xdna-go/xdna/runtime/npu/device"
 	"github.com/xdna-go/xdna/runtime/tokenizer"
 )
 
@@ -30,8 +25,7 @@ type loaded struct {
 	ctx     int
 	device  string       // cpu, emu or npu: what runs the planned matrices
 	backend *npu.Backend // nil on cpu
-	dev     npu.Device
-	pool    *cpu.Pool // the backend's CPU fallback
+	opened  *device.Opened
 }
 
 type loadOptions struct {
@@ -39,15 +33,14 @@ type loadOptions struct {
 	ctx      int // 0: the model's training context, capped at 4096
 	device   string
 	kernels  string    // --cpu-kernels: "best" or one of cpu.Levels()
+	resident string    // --npu-resident: "0", a size, or "auto"
 	emuFault string    // test hook: "DISPATCH:timeout" or "DISPATCH:error" on the emulator
 	warn     io.Writer // device warnings (fallback to the CPU)
 }
 
 func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
-	switch o.device {
-	case "auto", "cpu", "emu", "sim", "npu":
-	default:
-		return nil, fmt.Errorf("--device %q: want auto, cpu, emu, sim or npu", o.device)
+	if err := device.Check(o.device); err != nil {
+		return nil, err
 	}
 	if err := setKernels(o.kernels); err != nil {
 		return nil, err
@@ -134,133 +127,27 @@ var npuKernel amdxdna.Kernel = amdxdna.Sys{}
 // which executes them on the emulator, can (tests).
 var npuStandIns bool
 
-// openNPU opens the NPU: through XRT in a build with -tags xrt, else
-// through the pure-Go amdxdna driver.
-func openNPU() (npu.Device, error) {
-	d, err := xrt.Open(0)
-	switch {
-	case err == nil:
-		return d, nil
-	case !errors.Is(err, xrt.ErrNotBuilt):
-		return nil, err
-	}
-	a, err := amdxdna.OpenIndex(npuKernel, 0)
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
-}
-
-// npuPath names the driver path --device npu takes in this build.
-func npuPath() string {
-	if _, err := xrt.Open(-1); errors.Is(err, xrt.ErrNotBuilt) {
-		return "amdxdna (pure Go, direct ioctls)"
-	}
-	return "xrt (built with -tags xrt)"
-}
-
-// openDevice picks the device: cpu; emu (the emulated NPU of the package's
-// target); npu (XRT); auto: npu when the probe finds one whose target the
-// package was packed for and this build has XRT, else cpu.
+// openDevice opens the device of --device (runtime/npu/device).
 func (l *loaded) openDevice(o loadOptions) error {
-	m := l.file.Manifest
-	l.device = o.device
-	if o.device == "auto" {
-		l.device = "cpu"
-		why := ""
-		infos, err := probe.Probe()
-		switch {
-		case err != nil:
-			why = err.Error()
-		case len(infos) == 0:
-			why = "no NPU found"
-		case infos[0].Target() != m.Package.Target:
-			why = fmt.Sprintf("found %s, but the package is packed for %s", infos[0].String(), m.Package.Target)
-		case len(m.Slots) == 0:
-			why = "the package embeds no NPU kernel"
-		default:
-			d, err := openNPU()
-			if err == nil {
-				l.device, l.dev = "npu", d
-			} else {
-				why = fmt.Sprintf("found %s but cannot use it (%v)", infos[0].String(), err)
-			}
-		}
-		if why != "" && o.warn != nil {
-			fmt.Fprintf(o.warn, "xdnarun: --device auto: %s; running on the CPU\n", why)
-		}
-	}
-	switch l.device {
-	case "cpu":
-		return nil
-	case "emu", "sim":
-		cfg, err := emu.ForTarget(m.Package.Target)
-		if err != nil {
-			return err
-		}
-		if l.device == "sim" {
-			if err := sim.Available(); err != nil {
-				return fmt.Errorf("--device sim: %w", err)
-			}
-			cfg.Name = "sim-" + m.Package.Target
-			cfg.Kernels = sim.Factory(m.Package.Target)
-		}
-		d := emu.New(cfg)
-		if o.emuFault != "" {
-			var k int64
-			var kind string
-			_, err := fmt.Sscanf(strings.Replace(o.emuFault, ":", " ", 1), "%d %s", &k, &kind)
-			f, ok := emu.FaultNames[kind]
-			if err != nil || k < 1 || !ok {
-				return fmt.Errorf("--emu-fault %q: want DISPATCH:KIND, KIND one of timeout, error, txn-opcode, txn-gen, txn-bd, txn-length, txn-patch", o.emuFault)
-			}
-			d.InjectFault(k, f)
-		}
-		l.dev = d
-	case "npu":
-		if l.dev == nil {
-			d, err := openNPU()
-			if err != nil {
-				return fmt.Errorf("--device npu: %w", err)
-			}
-			l.dev = d
-		}
-	}
-	slots := npu.FileSlots(l.file)
-	if l.device == "emu" || l.device == "sim" || l.device == "npu" && npuStandIns {
-		var err error
-		if slots, err = emu.StandIns(m.Tensors, slots, m.Package.Columns); err != nil {
-			l.dev.Close()
-			return err
-		}
-	}
-	l.pool = cpu.NewPool(o.threads)
-	warn := o.warn
-	if warn == nil {
-		warn = os.Stderr
-	}
-	timeout := 5 * time.Second
-	if l.device == "emu" || l.device == "sim" {
-		timeout = 2 * time.Second // the emulator's Go kernels run a 0.5B matmul in ~100 ms
-	}
-	b, err := npu.NewBackend(l.dev, m.Tensors, slots, l.pool, npu.Options{Warn: warn, Timeout: timeout})
+	budget, note, err := device.ParseResident(cmp.Or(o.resident, "0"), device.ReadLimits())
 	if err != nil {
-		l.closeDevice()
-		return fmt.Errorf("--device %s: %w", l.device, err)
+		return err
 	}
-	l.backend = b
+	if note != "" && o.warn != nil && o.device != "cpu" {
+		fmt.Fprintf(o.warn, "xdnarun: %s\n", note)
+	}
+	op, err := device.Open(l.file, device.Options{Device: o.device, Threads: o.threads, Warn: o.warn,
+		Fault: o.emuFault, Kernel: npuKernel, StandIns: npuStandIns, Resident: budget})
+	if err != nil {
+		return err
+	}
+	l.opened, l.device, l.backend = op, op.Name, op.Backend
 	return nil
 }
 
 func (l *loaded) closeDevice() {
-	if l.backend != nil {
-		l.backend.Close()
-	}
-	if l.dev != nil {
-		l.dev.Close()
-	}
-	if l.pool != nil {
-		l.pool.Close()
+	if l.opened != nil {
+		l.opened.Close()
 	}
 }
 

@@ -446,7 +446,7 @@ func TestEmuAgainstCPU(t *testing.T) {
 					}
 					if l.backend != nil {
 						st = l.backend.Stats()
-						ex = l.dev.(*emu.Device).Counters()
+						ex = l.opened.Dev.(*emu.Device).Counters()
 					}
 					onNPU = 0
 					for _, e := range l.file.Manifest.Tensors {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdna-go/xdna/runtime/npu/device"
 	"github.com/xdna-go/xdna/runtime/npu/probe"
 )
 
@@ -35,7 +36,7 @@ no XRT. Without a device it says so and exits 1.`,
 				in := &infos[i]
 				fmt.Fprintf(cmd.OutOrStdout(), "%s; target %s\n", in.String(), in.Target())
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "--device npu would run through %s\n", npuPath())
+			fmt.Fprintf(cmd.OutOrStdout(), "--device npu would run through %s\n", device.NPUPath())
 			return nil
 		},
 	}

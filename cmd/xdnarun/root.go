@@ -52,6 +52,7 @@ func addLoadFlags(cmd *cobra.Command, o *loadOptions) {
 	f.IntVarP(&o.ctx, "ctx-size", "c", 0, "context size in tokens (0: the model's, at most 4096)")
 	f.StringVar(&o.device, "device", "auto", "where planned matrices run: auto (npu if found, else cpu), cpu, emu (emulated NPU, Go kernel model), sim (emulated NPU running the AIE kernel sources; a -tags sim build) or npu")
 	f.StringVar(&o.kernels, "cpu-kernels", "best", "CPU kernel set for the quantised matrices: best (the fastest this CPU runs), or one of "+strings.Join(cpu.Levels(), ", ")+" (all give the same bits)")
+	f.StringVar(&o.resident, "npu-resident", "0", "pin budget for weights kept resident on the NPU (no host copy per token): 0 (stream every matrix through the 2 x 64 MiB ring), a size such as 512M or 2G, or auto (half of what can be pinned here: available memory, cgroup limit, ulimit -l)")
 	f.StringVar(&o.emuFault, "emu-fault", "", "inject a fault into the emulator: DISPATCH:KIND (timeout, error, or a wrong stream: txn-opcode, txn-gen, txn-bd, txn-length, txn-patch)")
 	f.MarkHidden("emu-fault")
 }
@@ -124,7 +125,7 @@ terminal, stdin is the prompt. A GGUF file is packed once into the cache
 	addLoadFlags(cmd, &o.loadOptions)
 	o.llama.add(cmd)
 	cmd.SetVersionTemplate("{{.Version}}\n")
-	cmd.AddCommand(newTokenizeCmd(), newPerplexityCmd(), newBenchCmd(), newProbeCmd())
+	cmd.AddCommand(newTokenizeCmd(), newPerplexityCmd(), newBenchCmd(), newProbeCmd(), newDoctorCmd(), newSelftestCmd(), newCalibrateCmd())
 	addServeCommands(cmd)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/xdna-go/xdna/cmd/internal/cli"
+	"github.com/xdna-go/xdna/registry"
 	"github.com/xdna-go/xdna/runtime/engine"
 	"github.com/xdna-go/xdna/runtime/tokenizer"
 	"github.com/xdna-go/xdna/server"
@@ -29,6 +31,7 @@ type serveOptions struct {
 	queue        int
 	maxBody      int64
 	alias        string
+	cors         []string // --cors: origins whose pages may call the server ("*": any)
 	chatTemplate string
 	pull         pullOptions
 	stderr       io.Writer
@@ -49,8 +52,13 @@ for the same prompt. --parallel requests generate at once; up to --queue more
 wait, and beyond that requests get 503. It binds to 127.0.0.1 unless --host
 says otherwise. SIGINT or SIGTERM stops accepting, lets the requests in flight
 finish, then exits; a second signal exits at once. REF (REGISTRY/REPO:TAG) is
-pulled into the store first if it is not there yet.`,
+pulled into the store first if it is not there yet. --cors ORIGIN lets the web
+pages of ORIGIN call the server from a browser (preflight answered, replies
+readable); without it a browser refuses cross-origin calls. /v1/models says
+what the model is and where it runs (architecture, parameters, quantisation,
+context, target, device).`,
 		Example: `  xdnarun serve model.xdna --port 8080
+  xdnarun serve model.xdna --cors http://localhost:3000 --api-key sk-local
   curl -s localhost:8080/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":16}'`,
 		Args:          cobra.ExactArgs(1),
 		SilenceUsage:  true,
@@ -71,6 +79,7 @@ pulled into the store first if it is not there yet.`,
 	f.IntVar(&o.queue, "queue", 16, "requests that may wait for a slot; more get 503")
 	f.Int64Var(&o.maxBody, "max-body", 1<<20, "request body limit in bytes; larger get 413")
 	f.StringVar(&o.chatTemplate, "chat-template", "", "a template family name as llama.cpp's (chatml, llama3, ...) or a file holding a Jinja template (default: the model's)")
+	f.StringArrayVar(&o.cors, "cors", nil, "let web pages of ORIGIN (http://localhost:3000, or * for any) call the server from a browser; repeatable (default: none)")
 	f.StringVar(&o.alias, "alias", "", "model id served by /v1/models (default: the file name or REF)")
 	f.BoolVar(&o.pull.plainHTTP, "plain-http", false, "pull REF over plain HTTP (loopback registries need no flag)")
 	addLoadFlags(cmd, &o.loadOptions)
@@ -89,6 +98,11 @@ func runServe(ctx context.Context, arg string, o *serveOptions) error {
 	}
 	if o.port < 0 || o.port > 65535 {
 		return fmt.Errorf("--port %d: want 0..65535", o.port)
+	}
+	for _, c := range o.cors {
+		if err := server.CheckOrigin(c); err != nil {
+			return fmt.Errorf("--cors: %w", err)
+		}
 	}
 	path, err := resolveModel(ctx, arg, &o.pull)
 	if err != nil {
@@ -135,8 +149,12 @@ func runServe(ctx context.Context, arg string, o *serveOptions) error {
 	if ip := net.ParseIP(o.host); o.host != "localhost" && (ip == nil || !ip.IsLoopback()) && o.apiKey == "" {
 		fmt.Fprintf(o.stderr, "xdnarun: serving on %s without --api-key: anyone who reaches this address can use the model\n", o.host)
 	}
+	if slices.Contains(o.cors, "*") && o.apiKey == "" {
+		fmt.Fprintf(o.stderr, "xdnarun: --cors * without --api-key: any web page open in a browser on this machine can use the model\n")
+	}
 	s := server.New(b, server.Config{
 		Model: id, APIKey: o.apiKey, Parallel: o.parallel, Queue: o.queue, MaxBody: o.maxBody, Log: o.stderr,
+		CORS: o.cors, Info: modelInfo(l),
 	})
 	addr := ln.Addr().String()
 	fmt.Fprintf(o.stderr, "serving %s on http://%s (device %s, context %d, %d parallel, queue %d)\n", id, addr, l.device, l.ctx, o.parallel, o.queue)
@@ -177,6 +195,17 @@ func runServe(ctx context.Context, arg string, o *serveOptions) error {
 	st := s.Stats()
 	fmt.Fprintf(o.stderr, "xdnarun: stopped after %d requests, %d tokens\n", st.Served, st.Tokens)
 	return nil
+}
+
+// modelInfo is what /v1/models says of the loaded model.
+func modelInfo(l *loaded) server.ModelInfo {
+	m := l.file.Manifest
+	a := registry.Annotations(m)
+	n, _ := strconv.ParseInt(a[registry.AnnotationParameters], 10, 64)
+	return server.ModelInfo{
+		Architecture: a[registry.AnnotationArch], Parameters: n, Quantisation: a[registry.AnnotationQuantisation],
+		ContextLength: l.ctx, Target: m.Package.Target, Device: l.device,
+	}
 }
 
 // serveBackend generates with the same code as xdnarun -p. It keeps one

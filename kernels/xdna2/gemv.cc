@@ -1,15 +1,11 @@
-// XDNA2 (Strix / Strix Halo / Krackan, AIE2P compute tiles) GEMV kernel entry points.
+// XDNA2 (Strix / Strix Halo / Krackan, AIE2P compute tiles) GEMV kernel: one slot
+// (XDNA_FMT, K_TILE) per object file, kernels/common/entry.inc.
 //
-// Lanes: 64 output rows per vector (AIE2P's int8 datapath is 64 lanes wide: a MAC with a scalar
-// operand fills 64 acc32 lanes, two 1024-bit accumulators). The kernels themselves are
-// kernels/common/gemv.hpp; per (row chunk, K-tile) object one core computes its rows
-// (rows_pad <= the L1 cap of kernels/README.md) for every token. Expected cycles per
-// block are in gemv.hpp (estimates; nothing here has run on an AIE2P; its cycle counts are the AIE2 ones halved per row).
-#include <algorithm>
-#include <cstdio>
-#include "../common/gemv.hpp"
-
+// Lanes: 64 output rows per vector (AIE2P's int8 datapath is 64 lanes wide: a MAC with
+// a scalar operand fills 64 acc32 lanes, two 1024-bit accumulators). A piece is 64 rows
+// of one K-tile (gemv.PieceOf(type, K_TILE, 64)). The kernels are
+// kernels/common/gemv.hpp; their stack and program-memory budget is
+// runtime/npu/gemv/budget.go (nothing here has run on an AIE2P).
 #define XDNA_LANES 64
-#define XDNA_GEN 2
-#define XDNA_PREFIX xdna2
+#include "../common/gemv.hpp"
 #include "../common/entry.inc"

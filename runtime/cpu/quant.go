@@ -54,30 +54,19 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// actKind is the activation format a weight type pairs with.
-type actKind int
+// actKind is the activation format a weight type pairs with: the format's
+// property (planar.Format.Act).
+type actKind = planar.Act
 
 const (
-	actF32 actKind = iota
-	actF16
-	actBF16
-	actQ8_0
-	actQ8_K
+	actF32  = planar.ActF32
+	actF16  = planar.ActF16
+	actBF16 = planar.ActBF16
+	actQ8_0 = planar.ActQ8_0
+	actQ8_K = planar.ActQ8_K
 )
 
-func kindOf(t planar.Type) actKind {
-	switch t {
-	case planar.Q4_0, planar.Q5_0, planar.Q8_0:
-		return actQ8_0
-	case planar.Q4_K, planar.Q5_K, planar.Q6_K:
-		return actQ8_K
-	case planar.F16:
-		return actF16
-	case planar.BF16:
-		return actBF16
-	}
-	return actF32
-}
+func kindOf(t planar.Type) actKind { return planar.ActOf(t) }
 
 // prepare quantises the b rows of x ([b][k]) for weights of type t; with a
 // kernel set ks (not nil) it uses its quantiser, which gives the same bits

@@ -173,10 +173,10 @@ func SetLevel(name string) (prev string, err error) {
 
 // vecOK reports whether the vector kernels take matrices of geometry g.
 func vecOK(g planar.Geometry) bool {
-	switch g.Type {
-	case planar.Q4_0, planar.Q5_0, planar.Q8_0:
+	switch planar.ActOf(g.Type) {
+	case planar.ActQ8_0:
 		return g.KTile%64 == 0
-	case planar.Q4_K, planar.Q5_K, planar.Q6_K:
+	case planar.ActQ8_K:
 		return true
 	}
 	return false

@@ -41,6 +41,11 @@ type Options struct {
 	// MaxBDBytes splits shim BDs moving more bytes (0: the hardware's
 	// limit, txn.MaxBDBytes); tests lower it to exercise BD chains.
 	MaxBDBytes int
+	// Resident is the pin budget of resident weights in bytes (0: every
+	// matrix streams through the ring): matrices whose staged chunks fit
+	// get buffers of their own, filled once (resident.go). Pinned memory
+	// stays below Resident plus the ring and I/O buffers.
+	Resident int64
 	// Warn receives the one warning of a device fault and the load-time
 	// notes (slots that could not be loaded). nil discards them.
 	Warn io.Writer
@@ -81,6 +86,10 @@ type Stats struct {
 	BytesFromDevice int64 // output bytes synced back
 	PinnedBytes     int64 // buffer-object bytes allocated now
 	PinnedPeak      int64 // high-water mark of PinnedBytes
+	ResidentBytes   int64 // bytes of resident weight buffers pinned now (within Options.Resident)
+	ResidentMats    int64 // matrices resident now
+	ResidentFilled  int64 // weight bytes copied into resident buffers (once per matrix)
+	ResidentRead    int64 // of StreamedBytes, read by the device from resident buffers
 	Fallbacks       int64 // NPU-planned calls computed on the CPU after a fault, the failed one included
 	Faults          int64 // device faults (at most 1: the first one ends device use)
 }
@@ -97,6 +106,8 @@ func (s Stats) Sub(o Stats) Stats {
 		ReusedBytes: s.ReusedBytes - o.ReusedBytes, Prefetches: s.Prefetches - o.Prefetches,
 		PrefetchHits: s.PrefetchHits - o.PrefetchHits, BytesFromDevice: s.BytesFromDevice - o.BytesFromDevice,
 		PinnedBytes: s.PinnedBytes, PinnedPeak: s.PinnedPeak,
+		ResidentBytes: s.ResidentBytes, ResidentMats: s.ResidentMats,
+		ResidentFilled: s.ResidentFilled - o.ResidentFilled, ResidentRead: s.ResidentRead - o.ResidentRead,
 		Fallbacks: s.Fallbacks - o.Fallbacks, Faults: s.Faults - o.Faults,
 	}
 }
@@ -106,6 +117,7 @@ type PerToken struct {
 	Dispatches, ContextSwitches, Syncs        float64
 	BytesToDevice, WeightBytes, StreamedBytes float64
 	TxnWords, BDs                             float64
+	ResidentRead                              float64
 }
 
 // PerToken divides the counters by tokens.
@@ -119,6 +131,7 @@ func (s Stats) PerToken(tokens int) PerToken {
 		Syncs: float64(s.Syncs) / n, BytesToDevice: float64(s.BytesToDevice) / n,
 		WeightBytes: float64(s.WeightBytes) / n, StreamedBytes: float64(s.StreamedBytes) / n,
 		TxnWords: float64(s.TxnWords) / n, BDs: float64(s.BDs) / n,
+		ResidentRead: float64(s.ResidentRead) / n,
 	}
 }
 
@@ -158,6 +171,8 @@ type Backend struct {
 	pf       sync.WaitGroup // a prefetch running in the background
 	pfErr    error
 	pfBytes  int64
+
+	residentBytes int64 // resident buffers pinned now
 
 	faulted bool
 	stats   Stats
@@ -269,7 +284,7 @@ func NewBackend(dev Device, tensors []layout.TensorEntry, slots []Slot, pool *cp
 		return b, nil
 	}
 	if err := b.allocRing(); err != nil {
-		b.note("staging ring: %v; every tensor runs on the CPU", err)
+		b.note("staging ring: %s; every tensor runs on the CPU", pinAdvice(err))
 		b.freeAll()
 		clear(b.kernels)
 	}
@@ -392,4 +407,3 @@ func (b *Backend) fault(name string, err error) {
 	b.stats.Faults++
 	fmt.Fprintf(b.warn, "npu: %s: %v; computing it and every later matmul on the CPU\n", name, err)
 }
-

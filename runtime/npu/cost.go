@@ -52,12 +52,18 @@ type Prediction struct {
 	Stream   time.Duration // NPUBytes at the target's weight bandwidth
 	Array    time.Duration // what the designs' other channels and cores add beyond Stream
 	Switch   time.Duration // ContextSwitches
-	Stage    time.Duration // host copy of NPUBytes into the ring at cpuGBs
-	CPU      time.Duration // CPUBytes at cpuGBs
-	Total    time.Duration
+	Stage    time.Duration // host copy of the streamed NPUBytes into the ring at cpuGBs
+	// Resident weights (Options.Resident): the budget, the bytes of the
+	// matrices that fit it first-fit in execution order (as the Backend
+	// takes them), and how many; their host copy per token is gone.
+	ResidentBudget, ResidentBytes int64
+	ResidentMatrices              int
+	CPU                           time.Duration // CPUBytes at cpuGBs
+	Total                         time.Duration
 
 	Tensors []TensorCost // per matmul, in execution order
 	Paths   []PathTotal  // Total with the per-dispatch cost of each direct submit path
+	Figures []string     // the inputs' sources when a calibration gave them (PredictCalibrated)
 }
 
 // TensorCost is one matrix's share of a Prediction.
@@ -99,7 +105,14 @@ func Predict(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float64) 
 // each NPU matmul whose slot differs from the previous NPU matmul's,
 // including the wrap from the last of one token to the first of the next.
 func PredictRing(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float64, ringSize int) Prediction {
-	p := Prediction{Target: t.Name, RingSize: ringSize}
+	return PredictResident(entries, t, cpuGBs, ringSize, 0)
+}
+
+// PredictResident is PredictRing with a pin budget of resident weights:
+// the NPU matrices whose streamed bytes fit it, first-fit in execution
+// order, are not copied by the host (Stage counts the rest).
+func PredictResident(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float64, ringSize int, budget int64) Prediction {
+	p := Prediction{Target: t.Name, RingSize: ringSize, ResidentBudget: budget}
 	hasOutput := false
 	for i := range entries {
 		if entries[i].Name == "output.weight" {
@@ -137,6 +150,10 @@ func PredictRing(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float
 			p.Dispatches += tc.Dispatches
 			p.NPUBytes += tc.Bytes
 			p.Array += extra
+			if p.ResidentBytes+tc.Bytes <= budget {
+				p.ResidentBytes += tc.Bytes
+				p.ResidentMatrices++
+			}
 			tc.Time = t.Predict(tc.Dispatches, tc.Bytes, 0) + extra
 			slots = append(slots, tc.Slot)
 		} else {
@@ -154,7 +171,7 @@ func PredictRing(entries []layout.TensorEntry, t *kernelsel.Target, cpuGBs float
 	p.Dispatch = t.Predict(p.Dispatches, 0, 0)
 	p.Stream = t.Predict(0, p.NPUBytes, 0) + p.Array
 	p.Switch = t.Predict(0, 0, p.ContextSwitches)
-	p.Stage = cpuTime(p.NPUBytes)
+	p.Stage = cpuTime(p.NPUBytes - p.ResidentBytes)
 	p.CPU = cpuTime(p.CPUBytes)
 	p.Total = p.CPU + p.Switch + max(p.Dispatch+p.Stream, p.Stage)
 	for _, path := range SubmitPaths(t.Name) {
@@ -232,6 +249,9 @@ func SubmitPaths(target string) []SubmitPath {
 func (p *Prediction) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "predicted on %s: %.2f ms/token, %.1f tok/s\n", p.Target, p.MsPerToken(), p.TokensPerSecond())
+	for _, f := range p.Figures {
+		fmt.Fprintf(&b, "  figure: %s\n", f)
+	}
 	if p.NPUMatrices == 0 {
 		// Nothing to dispatch: the submit paths and streams would all be
 		// zeros that read like a figure.
@@ -242,8 +262,12 @@ func (p *Prediction) String() string {
 		p.NPUMatrices, p.Dispatches, p.Dispatch, mib(p.NPUBytes), p.Stream, p.ContextSwitches, p.Switch)
 	fmt.Fprintf(&b, "  designs: %s of the package and %s of row-block padding streamed, %s of activations broadcast; the cores and the other channels add %v\n",
 		mib(p.PackedBytes), mib(p.NPUBytes-p.PackedBytes), mib(p.ActBytes), p.Array)
+	if p.ResidentBudget > 0 {
+		fmt.Fprintf(&b, "  resident: %d matrices, %s of a %s budget, read where they are (no host copy)\n",
+			p.ResidentMatrices, mib(p.ResidentBytes), mib(p.ResidentBudget))
+	}
 	fmt.Fprintf(&b, "  host: %s staged into the ring (%v, overlapped), %d cpu matrices %s (%v)\n",
-		mib(p.NPUBytes), p.Stage, p.CPUMatrices, mib(p.CPUBytes), p.CPU)
+		mib(p.NPUBytes-p.ResidentBytes), p.Stage, p.CPUMatrices, mib(p.CPUBytes), p.CPU)
 	fmt.Fprintf(&b, "  streams: %d TXN words, %d shim BDs per token\n", p.TxnWords, p.BDs)
 	for _, t := range p.Paths {
 		fmt.Fprintf(&b, "  %s (%.1f us a call's first dispatch, %.1f each next): %.2f ms/token, %.1f tok/s [%s]\n",
@@ -263,7 +287,10 @@ func (p *Prediction) Against(s Stats, tokens int) string {
 	fmt.Fprintf(&b, "%-22s %12d %12.1f\n", "shim BDs", p.BDs, pt.BDs)
 	fmt.Fprintf(&b, "%-22s %12s %12s\n", "weights streamed", mib(p.NPUBytes), mib(int64(pt.StreamedBytes)))
 	fmt.Fprintf(&b, "%-22s %12d %12.1f\n", "context switches", p.ContextSwitches, pt.ContextSwitches)
-	fmt.Fprintf(&b, "%-22s %12s %12s\n", "staged into the ring", mib(p.NPUBytes), mib(int64(pt.WeightBytes)))
+	fmt.Fprintf(&b, "%-22s %12s %12s\n", "staged into the ring", mib(p.NPUBytes-p.ResidentBytes), mib(int64(pt.WeightBytes)))
+	if p.ResidentBudget > 0 || s.ResidentBytes > 0 {
+		fmt.Fprintf(&b, "%-22s %12s %12s\n", "read from resident", mib(p.ResidentBytes), mib(int64(pt.ResidentRead)))
+	}
 	return b.String()
 }
 

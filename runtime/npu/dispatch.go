@@ -19,7 +19,6 @@ type flight struct {
 	run Run
 }
 
-
 // run computes the call on the device: per group of tokens that fits the
 // I/O buffers, it writes every dispatch's parameter header and activation
 // records into bo1, stages each chunk into the ring and submits one TXN
@@ -43,9 +42,12 @@ func (b *Backend) run(mt *mat, x, y []float32, n int) error {
 		}
 		for i := 0; i < len(l.d); {
 			ci := l.d[i].ci
-			ri, err := b.stage(mt, ci, false)
-			if err != nil {
-				return err
+			ri := -1 // resident: the chunk's own buffer
+			if mt.res == nil {
+				var err error
+				if ri, err = b.stage(mt, ci, false); err != nil {
+					return err
+				}
 			}
 			for ; i < len(l.d) && l.d[i].ci == ci; i++ {
 				if err := b.submit(mt, &l.d[i], ri); err != nil {
@@ -127,8 +129,10 @@ func (b *Backend) gather(mt *mat, dp *ioDispatch, y []float32) {
 		}
 	}
 }
+
 // submit builds dispatch d's TXN stream into a free instruction buffer
-// and runs mt's kernel over ring buffer ri and the I/O buffers.
+// and runs mt's kernel over ring buffer ri (-1: mt's resident buffer of the
+// dispatch's chunk) and the I/O buffers.
 func (b *Backend) submit(mt *mat, d *ioDispatch, ri int) error {
 	for len(b.inflight) >= len(b.instr) {
 		if err := b.waitSeq(b.inflight[0].seq); err != nil {
@@ -152,13 +156,22 @@ func (b *Backend) submit(mt *mat, d *ioDispatch, ri int) error {
 	if err := b.sync(in.bo, ToDevice, 4*len(w)); err != nil {
 		return err
 	}
-	r, err := b.dev.Run(mt.kernel, OpcodeTxn, in.bo, len(w), b.ring[ri].bo, b.act.bo, b.out.bo)
+	wbo := BO(0)
+	if ri >= 0 {
+		wbo = b.ring[ri].bo
+	} else {
+		wbo = mt.res[d.ci].bo
+	}
+	r, err := b.dev.Run(mt.kernel, OpcodeTxn, in.bo, len(w), wbo, b.act.bo, b.out.bo)
 	b.seq++
 	if err != nil {
 		return fmt.Errorf("dispatch %d: run: %w", b.seq, err)
 	}
 	b.stats.Dispatches++
 	b.stats.StreamedBytes += cnt.WeightBytes
+	if ri < 0 {
+		b.stats.ResidentRead += cnt.WeightBytes
+	}
 	b.stats.TxnWords += int64(cnt.Words)
 	b.stats.BDs += int64(cnt.BDs)
 	if b.lastK != 0 && b.lastK != mt.kernel {
@@ -166,7 +179,10 @@ func (b *Backend) submit(mt *mat, d *ioDispatch, ri int) error {
 	}
 	b.lastK = mt.kernel
 	b.inflight = append(b.inflight, flight{b.seq, r})
-	in.seq, b.ring[ri].seq, b.lastRing = b.seq, b.seq, ri
+	in.seq = b.seq
+	if ri >= 0 {
+		b.ring[ri].seq, b.lastRing = b.seq, ri
+	}
 	return nil
 }
 

@@ -174,9 +174,12 @@ var (
 	ErrContextLimit = errors.New("hardware context limit reached")
 	ErrTimeout      = errors.New("command timed out")
 	ErrClosed       = errors.New("device closed")
-	ErrHandle       = errors.New("invalid handle")
-	ErrInFlight     = errors.New("too many commands in flight")
-	ErrBusy         = errors.New("buffer in use by a running command")
+	// ErrPinLimit: the device (its driver) cannot pin more memory; raise
+	// the memlock limit (ulimit -l) or pin less (a smaller resident budget).
+	ErrPinLimit = errors.New("pinned-memory limit reached")
+	ErrHandle   = errors.New("invalid handle")
+	ErrInFlight = errors.New("too many commands in flight")
+	ErrBusy     = errors.New("buffer in use by a running command")
 )
 
 // Lookup returns the buffer of handle h in a Device's table bos, or the

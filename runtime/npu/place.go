@@ -16,7 +16,8 @@ type mat struct {
 	kernel Kernel     // 0: runs on the CPU
 	d      *design.Design
 	chunks []Chunk
-	why    string // why it runs on the CPU, if it does
+	why    string   // why it runs on the CPU, if it does
+	res    []resBuf // resident chunks (resident.go); nil: streamed through the ring
 }
 
 // place returns the state of the matrix called name, deciding on first
@@ -25,6 +26,9 @@ func (b *Backend) place(name string, m *cpu.Matrix) *mat {
 	mt := b.mats[name]
 	if mt != nil && mt.m.G == m.G && sameBytes(mt.m.Blob, m.Blob) {
 		return mt
+	}
+	if mt != nil {
+		b.dropResident(mt)
 	}
 	mt = &mat{name: name, m: *m} // a new blob is a new mat: what is staged of the old one no longer matches
 	b.mats[name] = mt
@@ -71,6 +75,7 @@ func (b *Backend) place(name string, m *cpu.Matrix) *mat {
 		return cpuOnly("%v", err)
 	}
 	mt.kernel, mt.d, mt.chunks = k, d, chunks
+	b.makeResident(mt)
 	return mt
 }
 

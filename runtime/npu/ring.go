@@ -31,7 +31,6 @@ type instrBuf struct {
 	seq int64
 }
 
-
 // allocRing allocates the two staging buffers and the instruction buffers.
 func (b *Backend) allocRing() error {
 	for i := range b.ring {
@@ -76,6 +75,9 @@ func (b *Backend) free(bo BO, size int) {
 }
 
 func (b *Backend) freeAll() {
+	for _, mt := range b.mats {
+		b.dropResident(mt)
+	}
 	for i := range b.ring {
 		b.free(b.ring[i].bo, len(b.ring[i].host))
 		b.ring[i] = ringBuf{}
@@ -88,7 +90,6 @@ func (b *Backend) freeAll() {
 	b.free(b.out.bo, len(b.out.host))
 	b.act, b.out = ioBuf{}, ioBuf{}
 }
-
 
 // stage returns the ring buffer holding chunk ci of mt, copying it from the
 // blob into the buffer not used by the latest submission if no buffer holds
@@ -173,9 +174,15 @@ func stageChunk(d *design.Design, g planar.Geometry, blob []byte, ch Chunk, dst 
 // followed this one last time (decode repeats the same sequence every
 // token), into the buffer the latest submission does not read, so that the
 // copy overlaps the device's run and the host's work until that call.
+//
+// Resident matrices need no staging: the prefetch goes to the first
+// streamed call after them.
 func (b *Backend) prefetch(mt *mat) {
 	nm := b.mats[b.next[mt.name]]
-	if nm == nil || nm.kernel == 0 || len(nm.chunks) == 0 {
+	for hops := 0; nm != nil && nm.res != nil && hops < len(b.mats); hops++ {
+		nm = b.mats[b.next[nm.name]]
+	}
+	if nm == nil || nm.kernel == 0 || len(nm.chunks) == 0 || nm.res != nil {
 		return
 	}
 	if _, err := b.stage(nm, 0, true); err != nil {
@@ -229,5 +236,3 @@ func (b *Backend) sync(bo BO, dir Direction, n int) error {
 	}
 	return nil
 }
-
-

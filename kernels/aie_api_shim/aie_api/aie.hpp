@@ -9,14 +9,24 @@
 //     byte here; cast_to/vector_cast reinterpret bits with element 0 in the low nibble.
 //   - aie::accum<Tag, N>: acc32 lanes wrap at 32 bits, acc64 at 64 (ref #2); accfloat
 //     lanes are IEEE binary32.
+//
+// Strict where the real library is (the differences that would hide kernel bugs):
+//   - a default-constructed vector or accumulator holds poison (0xDEADBEEF bytes, or a
+//     NaN in float lanes), as the real one is an undefined register: zero with zeros;
+//   - undocumented conversions do not compile (accum<accfloat>(vector<int32>) and the
+//     like: use cast_to or to_float);
+//   - this header includes only what the real aie.hpp includes, so a kernel that
+//     uses memcpy without <cstring> fails to compile here too;
+//   - rounding and saturation start at the power-up modes (floor, none) and stay
+//     what the kernel set, per core when the simulation swaps them (aie_shim::modes).
+//
 //   - load_v/store_v alignment (ref #4): AIE2 (XDNA1) 16 B for 128-bit vectors, else
 //     32 B; AIE2P (XDNA2) 16/32/64 B for 128/256/>=512-bit. A violation is recorded
 //     (aie_shim::error()) and the kernel's result must be discarded, as on the device
 //     the load would read the wrong bytes.
 //   - unpack keeps signedness: int4 -> int8 sign-extends, uint4 -> uint8 zero-extends,
 //     int8 -> int16, uint8 -> uint16 (ref #7).
-//   - accum::from_vector(v, shift): integer lanes shifted up; accfloat from an int32
-//     vector is a bit reinterpretation (ref #10).
+//   - accum(vector, shift) / from_vector: integer lanes shifted up (ref #10).
 //   - to_vector<T>(shift): shift down, round by the current rounding mode, saturate by
 //     the current saturation mode (ref #11); floats ignore the shift, bfloat16 rounds
 //     by the rounding mode (floor truncates toward -inf, conv_even is RNE; ref #23).
@@ -24,21 +34,23 @@
 //     in the accumulator's width; float products are IEEE binary32 with RNE (on the
 //     device f32 multiply is emulated with bf16 products: exact-or-close, ref #25).
 //   - add/sub of integer vectors saturate by the saturation mode (ref #17).
-//   - to_float(v, shift) = v * 2^-shift (ref #20), reduce_add (integers only: exact),
-//     filter_even/filter_odd, bit_and, downshift (arithmetic for signed types),
-//     upshift, zeros, broadcast, extract.
-//   - rounding modes (ref #22) and saturation modes (ref #24); the power-up rounding
-//     mode is floor and saturation none (ref #23, #24: the device's power-up
-//     saturation mode is not documented; the kernels never rely on it).
+//   - to_float(v, shift) = v * 2^-shift (ref #20; above 2^24 rounded by the rounding
+//     mode), reduce_add (integers only: exact), filter_even/filter_odd, bit_and,
+//     bit_or, bit_not, downshift (arithmetic for signed types), upshift, zeros,
+//     broadcast, extract, concat.
 // Every primitive is tested by kernels/aie_api_shim/shim_test.cc.
 #pragma once
 
+// Only the standard headers the real aie.hpp includes (aie.hpp@3054b6ca: <algorithm>,
+// <array>, <cmath>, <cstdlib>, <tuple>, <type_traits>, <utility>; <cstdint> through its
+// types), so that a kernel which forgets one of its own (<cstring> for memcpy, ...)
+// fails here as it would under Peano.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <limits>
-#include <string>
+#include <cstdlib>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -53,7 +65,7 @@ struct bfloat16 {
   operator float() const {
     uint32_t u = uint32_t(bits) << 16;
     float f;
-    std::memcpy(&f, &u, 4);
+    __builtin_memcpy(&f, &u, 4);
     return f;
   }
 };
@@ -61,15 +73,36 @@ struct bfloat16 {
 namespace aie_shim {
 // The first violation of a modelled rule (misaligned load, ...), "" if none. The
 // simulation clears it before a kernel call and fails the call if it is set after.
-inline thread_local std::string err;
-inline void fail(const std::string& s) {
-  if (err.empty()) err = s;
+// A fixed buffer, not std::string: <string> is not among aie.hpp's headers.
+inline thread_local char err[256];
+inline void fail(const char* a, unsigned n = 0, const char* b = "", unsigned m = 0, const char* c = "") {
+  if (err[0]) return;
+  unsigned k = 0;
+  auto put = [&](const char* s) { while (*s && k + 1 < sizeof err) err[k++] = *s++; };
+  auto num = [&](unsigned v) {
+    char d[12];
+    int i = 0;
+    do d[i++] = char('0' + v % 10); while ((v /= 10) && i < 11);
+    while (i && k + 1 < sizeof err) err[k++] = d[--i];
+  };
+  put(a);
+  if (*b || n) num(n);
+  put(b);
+  if (*c || m) num(m);
+  put(c);
+  err[k] = 0;
 }
-inline const std::string& error() { return err; }
-inline void clear_error() { err.clear(); }
+inline const char* error() { return err; }
+inline void clear_error() { err[0] = 0; }
 // The generation whose rules apply: 1 = AIE2 (XDNA1), 2 = AIE2P (XDNA2). A runtime
 // setting (not a macro) so that both generations' kernels link into one program.
 inline thread_local int gen = 2;
+// poison32 is what a default-constructed vector or accumulator holds: the real
+// aie_api leaves its registers undefined (whatever the last kernel left there), so
+// a kernel that reads one before writing it is wrong; here it reads 0xDEADBEEF
+// (integer lanes: that pattern's bytes; float lanes: the quiet NaN 0x7FDEADBE).
+constexpr uint32_t poison32 = 0xDEADBEEFu;
+constexpr uint32_t poisonf = 0x7FDEADBEu;
 }  // namespace aie_shim
 
 namespace aie {
@@ -80,15 +113,42 @@ enum class rounding_mode {
 };
 enum class saturation_mode { none = 0, saturate = 1, symmetric = 3 };
 
+// The modes a core has at power-up, until its kernel sets them: rounding floor
+// (the control register's reset value; cores that never call set_rounding truncate,
+// npu-contract.md ref #23) and saturation none (reset value 0 = saturation_mode::none,
+// ref #24; inferred, aie_api does not document it). The simulation keeps them per
+// core (aie_shim::modes) so that one core's set_rounding never reaches another.
+constexpr rounding_mode power_up_rounding = rounding_mode::floor;
+constexpr saturation_mode power_up_saturation = saturation_mode::none;
 namespace detail {
-inline thread_local rounding_mode g_round = rounding_mode::floor;
-inline thread_local saturation_mode g_sat = saturation_mode::none;
+inline thread_local rounding_mode g_round = power_up_rounding;
+inline thread_local saturation_mode g_sat = power_up_saturation;
 }  // namespace detail
 
 inline void set_rounding(rounding_mode m) { detail::g_round = m; }
 inline rounding_mode get_rounding() { return detail::g_round; }
 inline void set_saturation(saturation_mode m) { detail::g_sat = m; }
 inline saturation_mode get_saturation() { return detail::g_sat; }
+}  // namespace aie
+
+namespace aie_shim {
+// modes is one core's rounding and saturation state. The simulation runs many cores
+// on one thread: it loads a core's modes before each kernel call and saves them
+// after (swap), starting every core at power-up.
+struct modes {
+  aie::rounding_mode round = aie::power_up_rounding;
+  aie::saturation_mode sat = aie::power_up_saturation;
+};
+// swap makes m the current modes and returns the ones it replaced.
+inline modes swap(const modes& m) {
+  modes old{aie::get_rounding(), aie::get_saturation()};
+  aie::set_rounding(m.round);
+  aie::set_saturation(m.sat);
+  return old;
+}
+}  // namespace aie_shim
+
+namespace aie {
 
 // Accumulator tags (ref #2): acc32 and acc64 lanes; accfloat.
 struct acc32 {};
@@ -116,12 +176,14 @@ template <typename T> constexpr bool is_int() {
 template <typename T> constexpr int64_t min_of() {
   if constexpr (std::is_same_v<T, int4>) return -8;
   else if constexpr (std::is_same_v<T, uint4>) return 0;
-  else return int64_t(std::numeric_limits<T>::min());
+  else if constexpr (std::is_signed_v<T>) return -(int64_t(1) << (8 * sizeof(T) - 1));
+  else return 0;
 }
 template <typename T> constexpr int64_t max_of() {
   if constexpr (std::is_same_v<T, int4>) return 7;
   else if constexpr (std::is_same_v<T, uint4>) return 15;
-  else return int64_t(std::numeric_limits<T>::max());
+  else if constexpr (std::is_signed_v<T>) return (int64_t(1) << (8 * sizeof(T) - 1)) - 1;
+  else return int64_t((uint64_t(1) << (8 * sizeof(T))) - 1);
 }
 
 // next_int is the type unpack widens to (ref #3, #7).
@@ -186,8 +248,8 @@ template <typename T> int64_t saturate(int64_t v, saturation_mode m) {
   return v;
 }
 
-inline uint32_t fbits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-inline float bitsf(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline uint32_t fbits(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
+inline float bitsf(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
 
 // to_bf16 rounds f to bfloat16 by mode m (floor/negative_inf toward -inf, ceil toward
 // +inf, symmetric_floor toward zero, the others to nearest with their tie rule).
@@ -220,8 +282,7 @@ inline void check_align(const void* p, unsigned bytes, const char* what) {
   unsigned need = bytes <= 16 ? 16 : bytes <= 32 ? 32 : (aie_shim::gen == 1 ? 32u : 64u);
   if (bytes < 16) need = bytes;  // sub-128-bit vectors: natural alignment (not used by the kernels)
   if (reinterpret_cast<uintptr_t>(p) % need != 0)
-    aie_shim::fail(std::string(what) + ": " + std::to_string(bytes) + "-byte vector at an address not " +
-                   std::to_string(need) + "-byte aligned");
+    aie_shim::fail(what, bytes, "-byte vector at an address not ", need, "-byte aligned");
 }
 
 }  // namespace detail
@@ -234,7 +295,15 @@ template <typename T, unsigned N> class vector {
   static constexpr unsigned size() { return N; }
   static constexpr unsigned bits() { return N * detail::bits_of<T>::value; }
 
-  vector() { e_.fill(elem(0)); }
+  // A default-constructed vector holds poison (aie_shim::poison32), as the real
+  // one holds whatever its register held: zero it with aie::zeros.
+  vector() {
+    uint8_t b[sizeof(elem) * N];
+    for (unsigned i = 0; i < sizeof b; i++) b[i] = uint8_t(aie_shim::poison32 >> (8 * (i % 4)));
+    if constexpr (std::is_same_v<T, float>)
+      for (unsigned i = 0; i < N; i++) __builtin_memcpy(b + 4 * i, &aie_shim::poisonf, 4);
+    __builtin_memcpy(e_.data(), b, sizeof b);
+  }
 
   elem get(unsigned i) const { return e_[i]; }
   elem operator[](unsigned i) const { return e_[i]; }
@@ -247,7 +316,7 @@ template <typename T, unsigned N> class vector {
       for (unsigned i = 0; i < N / 2; i++)
         b[i] = uint8_t((uint8_t(e_[2 * i]) & 15) | (uint8_t(e_[2 * i + 1]) & 15) << 4);
     } else {
-      std::memcpy(b, e_.data(), sizeof(elem) * N);
+      __builtin_memcpy(b, e_.data(), sizeof(elem) * N);
     }
   }
   static vector from_bytes(const uint8_t* b) {
@@ -258,7 +327,7 @@ template <typename T, unsigned N> class vector {
         v.e_[i] = elem(detail::wrap<T>(n));
       }
     } else {
-      std::memcpy(v.e_.data(), b, sizeof(elem) * N);
+      __builtin_memcpy(v.e_.data(), b, sizeof(elem) * N);
     }
     return v;
   }
@@ -302,20 +371,29 @@ template <typename Tag, unsigned N> class accum {
   using lane = std::conditional_t<std::is_same_v<Tag, accfloat>, float, int64_t>;
   static constexpr unsigned size() { return N; }
 
-  accum() { l_.fill(lane(0)); }
+  // A default-constructed accumulator holds poison, as the real one leaves its
+  // registers undefined: zero it with aie::zeros.
+  accum() {
+    if constexpr (std::is_same_v<Tag, accfloat>) l_.fill(detail::bitsf(aie_shim::poisonf));
+    else l_.fill(wrapl(int64_t(uint64_t(aie_shim::poison32) << 32 | aie_shim::poison32)));
+  }
   template <typename T> explicit accum(const vector<T, N>& v, int shift = 0) { from_vector(v, shift); }
 
   lane get(unsigned i) const { return l_[i]; }
   void set(lane v, unsigned i) { l_[i] = std::is_same_v<Tag, accfloat> ? v : wrapl(int64_t(v)); }
 
-  // from_vector loads v shifted up by shift (integers); accfloat from float lanes
-  // takes the values, from int32 lanes reinterprets the bits (ref #10).
+  // from_vector loads v shifted up by shift (integers); accfloat takes float or
+  // bfloat16 lanes. An integer vector into accfloat (or a float one into an integer
+  // accumulator) is not a documented conversion: the XNPU log saw it reinterpret the
+  // bits (ref #10), which aie_api does not promise. It does not compile: use
+  // vector::cast_to<float>() for a bit reinterpretation, aie::to_float for values.
   template <typename T> accum& from_vector(const vector<T, N>& v, int shift = 0) {
+    static_assert(std::is_same_v<Tag, accfloat> == (std::is_same_v<T, float> || std::is_same_v<T, bfloat16>),
+                  "accum::from_vector: integer vector to accfloat or float vector to an integer accumulator is "
+                  "undocumented; use cast_to<float>() (bits) or to_float (values)");
     for (unsigned i = 0; i < N; i++) {
       if constexpr (std::is_same_v<Tag, accfloat>) {
         if constexpr (std::is_same_v<T, float>) l_[i] = v[i];
-        else if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, uint32_t>)
-          l_[i] = detail::bitsf(uint32_t(v[i]));
         else l_[i] = float(v[i]);  // bfloat16 widens exactly
       } else {
         l_[i] = wrapl(int64_t(v[i]) * (int64_t(1) << shift));
@@ -375,7 +453,14 @@ template <typename T> constexpr bool is_tag() {
 
 // zeros<T, N>() is a zero vector, or a zero accumulator when T is an accumulator tag.
 template <typename T, unsigned N>
-std::conditional_t<detail::is_tag<T>(), accum<T, N>, vector<T, N>> zeros() { return {}; }
+std::conditional_t<detail::is_tag<T>(), accum<T, N>, vector<T, N>> zeros() {
+  std::conditional_t<detail::is_tag<T>(), accum<T, N>, vector<T, N>> r;
+  for (unsigned i = 0; i < N; i++) {
+    if constexpr (detail::is_tag<T>()) r.set(0, i);
+    else r.set(typename vector<T, N>::elem(0), i);
+  }
+  return r;
+}
 template <typename T, unsigned N> vector<T, N> broadcast(T x) {
   vector<T, N> r;
   for (unsigned i = 0; i < N; i++) r.set(typename vector<T, N>::elem(x), i);
@@ -458,6 +543,16 @@ template <typename T, unsigned N> vector<T, N> bit_and(const vector<T, N>& a, de
   for (unsigned i = 0; i < N; i++) r.set(typename vector<T, N>::elem(a[i] & s), i);
   return r;
 }
+template <typename T, unsigned N> vector<T, N> bit_and(const vector<T, N>& a, const vector<T, N>& b) {
+  vector<T, N> r;
+  for (unsigned i = 0; i < N; i++) r.set(typename vector<T, N>::elem(a[i] & b[i]), i);
+  return r;
+}
+template <typename T, unsigned N> vector<T, N> bit_not(const vector<T, N>& a) {
+  vector<T, N> r;
+  for (unsigned i = 0; i < N; i++) r.set(typename vector<T, N>::elem(~a[i]), i);
+  return r;
+}
 template <typename T, unsigned N> vector<T, N> bit_or(const vector<T, N>& a, const vector<T, N>& b) {
   vector<T, N> r;
   for (unsigned i = 0; i < N; i++) r.set(typename vector<T, N>::elem(a[i] | b[i]), i);
@@ -469,9 +564,17 @@ template <typename T, unsigned N> vector<T, N> downshift(const vector<T, N>& a, 
   for (unsigned i = 0; i < N; i++) r.set(typename vector<T, N>::elem(a[i] >> s), i);
   return r;
 }
+// A lane that overflows T (a bit shifted into or past the sign) is recorded as an
+// error: aie_api does not say whether it wraps or saturates, so a kernel must not
+// depend on it. The result wraps.
 template <typename T, unsigned N> vector<T, N> upshift(const vector<T, N>& a, unsigned s) {
   vector<T, N> r;
-  for (unsigned i = 0; i < N; i++) r.set(typename vector<T, N>::elem(detail::wrap<T>(int64_t(uint64_t(int64_t(a[i])) << s))), i);
+  for (unsigned i = 0; i < N; i++) {
+    int64_t full = int64_t(a[i]) * (int64_t(1) << s);
+    if (full < detail::min_of<T>() || full > detail::max_of<T>())
+      aie_shim::fail("upshift: a lane overflows its type (wrap or saturation is undocumented), shift ", s);
+    r.set(typename vector<T, N>::elem(detail::wrap<T>(full)), i);
+  }
   return r;
 }
 template <typename T, unsigned N> vector<T, N> max(const vector<T, N>& a, detail::scal<T> s) {
@@ -511,11 +614,21 @@ template <typename T, unsigned N> T reduce_add(const vector<T, N>& v) {
   return T(detail::wrap<T>(s));
 }
 
-// to_float converts integer lanes to float, v * 2^-shift (ref #20): exact below 2^24.
+// to_float converts integer lanes to float, v * 2^-shift (ref #20): exact while |v|
+// < 2^24. Above, aie_api does not say how the (emulated) conversion rounds; the shim
+// takes the strict reading that it rounds by the current rounding mode, so a kernel
+// that needs round-to-nearest-even (the Go model's float32(int32)) must set conv_even.
 template <typename F, typename T, unsigned N> vector<F, N> to_float(const vector<T, N>& v, int shift = 0) {
   static_assert(std::is_same_v<F, float>, "to_float: float only");
   vector<F, N> r;
-  for (unsigned i = 0; i < N; i++) r.set(std::ldexp(float(v[i]), -shift), i);
+  for (unsigned i = 0; i < N; i++) {
+    int64_t x = int64_t(v[i]);
+    uint64_t a = x < 0 ? uint64_t(-x) : uint64_t(x);
+    int drop = 0;
+    while ((a >> drop) >= (uint64_t(1) << 24)) drop++;
+    int64_t m = detail::round_shift(x, drop, detail::g_round);  // 24 significant bits (25 after a carry: exact)
+    r.set(std::ldexp(float(m), drop - shift), i);
+  }
   return r;
 }
 

@@ -501,6 +501,9 @@ func (d *Device) Alloc(kind npu.BOKind, size int) (npu.BO, error) {
 	}
 	g, err := d.createBO(typ, roundUp(size, pageSize))
 	if err != nil {
+		if typ == BOShmem && errors.Is(err, syscall.ENOMEM) {
+			err = fmt.Errorf("%w (%w)", err, npu.ErrPinLimit)
+		}
 		return 0, fmt.Errorf("amdxdna: alloc %v buffer of %d bytes: %w", kind, size, err)
 	}
 	g.host = g.host[:size:size]

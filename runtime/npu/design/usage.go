@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/xdna-go/xdna/runtime/npu/gemv"
 	"github.com/xdna-go/xdna/target"
 )
 
@@ -57,9 +58,32 @@ func (d *Design) usageString(u map[target.TileKind]Use) string {
 		if k != target.Shim {
 			s += fmt.Sprintf(", locks %d of %d, memory %d of %d", x.Locks, f.Locks, x.Memory, f.Memory)
 		}
+		if k == target.Core {
+			s += d.kernelString()
+		}
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// KernelBudget is the kernel's stack frame bound and program-memory
+// estimate (gemv.BudgetOf) and the stack the design gives each core.
+func (d *Design) KernelBudget() (b gemv.Budget, stack int, err error) {
+	b, err = gemv.BudgetOf(d.Type, d.Rows)
+	for _, t := range d.Tiles {
+		if t.Kind == target.Core {
+			stack = max(stack, t.Stack)
+		}
+	}
+	return b, stack, err
+}
+
+func (d *Design) kernelString() string {
+	b, stack, err := d.KernelBudget()
+	if err != nil {
+		return ", kernel: " + err.Error()
+	}
+	return fmt.Sprintf(", stack frame <= %d of %d, program ~%d of %d", b.Frame, stack, b.Program, d.Target.CoreTile.Program)
 }
 
 // UsageString is Usage against the limits, for logs and reports.

@@ -54,6 +54,10 @@ type Config struct {
 	// MaxContexts and MaxInFlight override the target's limits (0: the
 	// target's; tests lower them).
 	MaxContexts, MaxInFlight int
+	// MaxAllocated bounds the bytes of live buffer objects (0: no bound):
+	// the pin limit (RLIMIT_MEMLOCK, or the memory the driver can pin) a
+	// real device would refuse an allocation past. Tests set it.
+	MaxAllocated int64
 	// Kernels makes each context's kernel (nil: the Go model, gemv.GoModel;
 	// package sim compiles the AIE kernel sources instead).
 	Kernels gemv.Factory
@@ -357,6 +361,12 @@ func (d *Device) Alloc(kind npu.BOKind, size int) (npu.BO, error) {
 			return 0, fmt.Errorf("emu: alloc: instruction heap of %d bytes exhausted", instrHeap)
 		}
 		d.instrUse += size
+	}
+	if m := d.cfg.MaxAllocated; m > 0 && d.c.Allocated+int64(size) > m {
+		if kind == npu.BOInstr {
+			d.instrUse -= size
+		}
+		return 0, fmt.Errorf("emu: alloc: %d bytes would pin %d, above the limit of %d: %w", size, d.c.Allocated+int64(size), m, npu.ErrPinLimit)
 	}
 	d.nextBO++
 	d.bos[d.nextBO] = &bo{kind: kind, host: make([]byte, size), dev: make([]byte, size)}

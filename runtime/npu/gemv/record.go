@@ -3,26 +3,19 @@ package gemv
 import "github.com/xdna-go/xdna/planar"
 
 // ActKind is the activation format a weight type pairs with (the host
-// quantises the activations into it, as llama.cpp's CPU backend does).
-type ActKind uint8
+// quantises the activations into it, as llama.cpp's CPU backend does): the
+// format's property, planar.Format.Act.
+type ActKind = planar.Act
 
-// The activation kinds.
+// The activation kinds the NPU kernels take.
 const (
-	ActF32 ActKind = iota
-	ActQ8_0
-	ActQ8_K
+	ActF32  = planar.ActF32
+	ActQ8_0 = planar.ActQ8_0
+	ActQ8_K = planar.ActQ8_K
 )
 
 // ActKindOf returns the activation kind for weights of type t.
-func ActKindOf(t planar.Type) ActKind {
-	switch t {
-	case planar.Q4_0, planar.Q5_0, planar.Q8_0:
-		return ActQ8_0
-	case planar.Q4_K, planar.Q5_K, planar.Q6_K:
-		return ActQ8_K
-	}
-	return ActF32
-}
+func ActKindOf(t planar.Type) ActKind { return planar.ActOf(t) }
 
 // Record is the byte layout of one token's activations for K inputs: the
 // planes of the kind, each on 64 bytes, the next token Stride bytes on.

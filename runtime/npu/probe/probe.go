@@ -33,6 +33,7 @@ const DriverName = "amdxdna_accel_driver"
 type Info struct {
 	Path          string // /dev/accel/accelN
 	Driver        string // DRM driver name
+	DriverDesc    string // DRM driver description
 	DriverVersion [3]int // major, minor, patch level
 	PCIDevice     uint16 // PCI device id from sysfs (0 if unknown): 0x1502 NPU1, 0x17f0 NPU4/5/6
 	PCIRevision   uint8
@@ -131,57 +132,53 @@ func probeGlob(pattern string) ([]Info, error) {
 
 // Device queries the accel device at path. A missing path wraps
 // ErrNoDevice; a device of another driver wraps ErrNotXDNA.
-func Device(path string) (*Info, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_CLOEXEC, 0)
+func Device(path string) (*Info, error) { return deviceOn(amdxdna.Sys{}, "", path) }
+
+// DeviceWith is Device through the system calls of k (a fake driver in
+// tests).
+func DeviceWith(k amdxdna.Kernel, path string) (*Info, error) { return deviceOn(k, "", path) }
+
+// deviceOn is Device through the system calls of k, reading sysfs under
+// root ("" for /).
+func deviceOn(k amdxdna.Kernel, root, path string) (*Info, error) {
+	fd, err := k.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %v", ErrNoDevice, err)
+			return nil, fmt.Errorf("%w: open %s: %v", ErrNoDevice, path, err)
 		}
-		return nil, err // permission: the user may need the render/video group
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err} // permission: the user may need the render group
 	}
-	defer f.Close()
-	fd := f.Fd()
+	defer k.Close(fd)
 	info := &Info{Path: path}
-	if err := drmDriver(fd, info); err != nil {
+	if err := drmDriver(k, fd, info); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if !strings.HasPrefix(info.Driver, "amdxdna") {
 		return nil, fmt.Errorf("%s: driver %q: %w", path, info.Driver, ErrNotXDNA)
 	}
-	readPCI(path, info)
-	if err := getInfo(fd, amdxdna.QueryAIEMetadata, &info.Metadata); err != nil {
+	readPCI(root, path, info)
+	if err := getInfo(k, fd, amdxdna.QueryAIEMetadata, &info.Metadata); err != nil {
 		return nil, fmt.Errorf("%s: query AIE metadata: %w", path, err)
 	}
-	if err := getInfo(fd, amdxdna.QueryAIEVersion, &info.AIEVersion); err != nil {
+	if err := getInfo(k, fd, amdxdna.QueryAIEVersion, &info.AIEVersion); err != nil {
 		return nil, fmt.Errorf("%s: query AIE version: %w", path, err)
 	}
-	if err := getInfo(fd, amdxdna.QueryFirmwareVersion, &info.Firmware); err != nil {
+	if err := getInfo(k, fd, amdxdna.QueryFirmwareVersion, &info.Firmware); err != nil {
 		return nil, fmt.Errorf("%s: query firmware version: %w", path, err)
 	}
 	return info, nil
 }
 
-func ioctl(fd, req uintptr, arg unsafe.Pointer) error {
-	for {
-		_, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, req, uintptr(arg))
-		switch e {
-		case 0:
-			return nil
-		case syscall.EINTR, syscall.EAGAIN:
-			continue
-		}
-		return e
-	}
-}
-
 // drmDriver asks DRM_IOCTL_VERSION for the driver's name and version.
-func drmDriver(fd uintptr, info *Info) error {
-	var name [64]byte
+func drmDriver(k amdxdna.Kernel, fd int, info *Info) error {
+	var name, desc [128]byte
 	var p runtime.Pinner
 	defer p.Unpin()
 	p.Pin(&name[0])
-	v := amdxdna.DRMVersion{NameLen: uint64(len(name)), Name: uint64(uintptr(unsafe.Pointer(&name[0])))}
-	if err := ioctl(fd, amdxdna.IoctlVersion, unsafe.Pointer(&v)); err != nil {
+	p.Pin(&desc[0])
+	v := amdxdna.DRMVersion{NameLen: uint64(len(name)), Name: uint64(uintptr(unsafe.Pointer(&name[0]))),
+		DescLen: uint64(len(desc)), Desc: uint64(uintptr(unsafe.Pointer(&desc[0])))}
+	if err := k.Ioctl(fd, amdxdna.IoctlVersion, unsafe.Pointer(&v)); err != nil {
 		if errors.Is(err, syscall.ENOTTY) || errors.Is(err, syscall.EINVAL) {
 			return fmt.Errorf("not a DRM device: %w", err)
 		}
@@ -190,26 +187,24 @@ func drmDriver(fd uintptr, info *Info) error {
 	n := min(int(v.NameLen), len(name))
 	info.Driver = strings.TrimRight(string(name[:n]), "\x00")
 	info.DriverVersion = [3]int{int(v.Major), int(v.Minor), int(v.Patchlevel)}
+	info.DriverDesc = strings.TrimRight(string(desc[:min(int(v.DescLen), len(desc))]), "\x00")
 	return nil
 }
 
 // getInfo runs DRM_IOCTL_AMDXDNA_GET_INFO for param into *out.
-func getInfo[T any](fd uintptr, param uint32, out *T) error {
+func getInfo[T any](k amdxdna.Kernel, fd int, param uint32, out *T) error {
 	var p runtime.Pinner
 	defer p.Unpin()
 	p.Pin(out)
 	size := uint32(unsafe.Sizeof(*out))
 	arg := amdxdna.GetInfo{Param: param, BufferSize: size, Buffer: uint64(uintptr(unsafe.Pointer(out)))}
-	if err := ioctl(fd, amdxdna.IoctlGetInfo, unsafe.Pointer(&arg)); err != nil {
-		return err
-	}
-	return nil
+	return k.Ioctl(fd, amdxdna.IoctlGetInfo, unsafe.Pointer(&arg))
 }
 
 // readPCI reads the PCI id of /dev/accel/accelN from
 // /sys/class/accel/accelN/device, if sysfs has it.
-func readPCI(path string, info *Info) {
-	dir := filepath.Join("/sys/class/accel", filepath.Base(path), "device")
+func readPCI(root, path string, info *Info) {
+	dir := filepath.Join(root, "/sys/class/accel", filepath.Base(path), "device")
 	read := func(name string) (uint64, bool) {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {

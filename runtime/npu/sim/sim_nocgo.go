@@ -14,8 +14,22 @@ var errNoCompiler = errors.New("sim: this build has no compiled kernels: --devic
 // build without the sim tag or without cgo.
 func Available() error { return errNoCompiler }
 
-func cObjectBytes(string, planar.Type, int, int) int { return 0 }
+type cSlot struct{ lanes int }
 
-func runCore(string, planar.Type, int, []byte, int, int, int, []byte, int, int, []float32) error {
+type modes [2]int
+
+func powerUp() modes { return modes{} }
+
+const (
+	fnInit = iota
+	fnAcc
+	fnOut
+)
+
+func lookup(string, planar.Type, int) (cSlot, bool) { return cSlot{}, false }
+
+func compiled(string) [][2]int { return nil }
+
+func (cSlot) call(int, *modes, []byte, []byte, []byte, []byte, int32, int32) error {
 	return errNoCompiler
 }

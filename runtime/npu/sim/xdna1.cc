@@ -1,9 +1,97 @@
 //go:build cgo && sim
 
-// The XDNA1 kernel sources, compiled for this machine against the aie_api host shim
-// (kernels/aie_api_shim) with every format and K-tile behind xdna1_run.
+// The xdna1 kernel slots of the catalog (kernelsel/default.toml), compiled for this
+// machine against the aie_api host shim (kernels/aie_api_shim): kernels/xdna1/gemv.cc
+// once per slot, each with its own XDNA_FMT and K_TILE as the device build compiles
+// one object file per slot, its functions named xdna1_<slot>_xdna_gemv_*.
 // The go command does not see edits to these included files; this line changes with
 // them (hash_test.go), so that it recompiles:
-// kernel sources sha256 b25ce22a374e5d50e157ac6582696799946ef3fd25b680e7f6c5aeb8131c9051
+// kernel sources sha256 ba80a48439247490445acb8d4b87d597125c1a50dca14cffe2e5062618f35249
 #define XDNA_SIM 1
+#include "sim.h"
+
+#define XDNA_FMT 2
+#define K_TILE 128
+#define XDNA_SIM_PREFIX xdna1_q4_0_k128_
 #include "xdna1/gemv.cc"
+#undef XDNA_FMT
+#undef K_TILE
+#undef XDNA_SIM_PREFIX
+
+#define XDNA_FMT 2
+#define K_TILE 256
+#define XDNA_SIM_PREFIX xdna1_q4_0_k256_
+#include "xdna1/gemv.cc"
+#undef XDNA_FMT
+#undef K_TILE
+#undef XDNA_SIM_PREFIX
+
+#define XDNA_FMT 6
+#define K_TILE 128
+#define XDNA_SIM_PREFIX xdna1_q5_0_k128_
+#include "xdna1/gemv.cc"
+#undef XDNA_FMT
+#undef K_TILE
+#undef XDNA_SIM_PREFIX
+
+#define XDNA_FMT 6
+#define K_TILE 256
+#define XDNA_SIM_PREFIX xdna1_q5_0_k256_
+#include "xdna1/gemv.cc"
+#undef XDNA_FMT
+#undef K_TILE
+#undef XDNA_SIM_PREFIX
+
+#define XDNA_FMT 8
+#define K_TILE 128
+#define XDNA_SIM_PREFIX xdna1_q8_0_k128_
+#include "xdna1/gemv.cc"
+#undef XDNA_FMT
+#undef K_TILE
+#undef XDNA_SIM_PREFIX
+
+#define XDNA_FMT 8
+#define K_TILE 256
+#define XDNA_SIM_PREFIX xdna1_q8_0_k256_
+#include "xdna1/gemv.cc"
+#undef XDNA_FMT
+#undef K_TILE
+#undef XDNA_SIM_PREFIX
+
+#define XDNA_FMT 12
+#define K_TILE 256
+#define XDNA_SIM_PREFIX xdna1_q4_k_k256_
+#include "xdna1/gemv.cc"
+#undef XDNA_FMT
+#undef K_TILE
+#undef XDNA_SIM_PREFIX
+
+#define XDNA_FMT 13
+#define K_TILE 256
+#define XDNA_SIM_PREFIX xdna1_q5_k_k256_
+#include "xdna1/gemv.cc"
+#undef XDNA_FMT
+#undef K_TILE
+#undef XDNA_SIM_PREFIX
+
+#define XDNA_FMT 14
+#define K_TILE 256
+#define XDNA_SIM_PREFIX xdna1_q6_k_k256_
+#include "xdna1/gemv.cc"
+#undef XDNA_FMT
+#undef K_TILE
+#undef XDNA_SIM_PREFIX
+
+#define XDNA_SIM_SLOT(p, f, k) {f, k, XDNA_LANES, p##xdna_gemv_init, p##xdna_gemv_acc, p##xdna_gemv_out, p##xdna_gemv_layout}
+extern "C" const xdna_sim_slot xdna1_slots[] = {
+    XDNA_SIM_SLOT(xdna1_q4_0_k128_, 2, 128),
+    XDNA_SIM_SLOT(xdna1_q4_0_k256_, 2, 256),
+    XDNA_SIM_SLOT(xdna1_q5_0_k128_, 6, 128),
+    XDNA_SIM_SLOT(xdna1_q5_0_k256_, 6, 256),
+    XDNA_SIM_SLOT(xdna1_q8_0_k128_, 8, 128),
+    XDNA_SIM_SLOT(xdna1_q8_0_k256_, 8, 256),
+    XDNA_SIM_SLOT(xdna1_q4_k_k256_, 12, 256),
+    XDNA_SIM_SLOT(xdna1_q5_k_k256_, 13, 256),
+    XDNA_SIM_SLOT(xdna1_q6_k_k256_, 14, 256),
+};
+extern "C" const int xdna1_nslots = sizeof xdna1_slots / sizeof xdna1_slots[0];

@@ -40,9 +40,21 @@ type Config struct {
 	DevGen      int    // TXN devGen the firmware accepts: 3 npu1, 4 npu2
 	MaxContexts int    // hardware contexts per process (6, 16)
 	NoWaitCmd   bool   // a kernel without WAIT_CMD (ENOTTY): waits go through the syncobj
+	// EnforceMemlock makes SHMEM buffer creation fail with ENOMEM once the
+	// process's SHMEM buffers would pass its RLIMIT_MEMLOCK (read at each
+	// creation). Inferred, not confirmed: the real driver pins a buffer's
+	// pages while commands use it, and user-memory buffers are charged to
+	// the memlock limit (the failures users of XRT-based NPU runtimes meet,
+	// FastFlowLM #437, #460, #490); charging every SHMEM buffer is the
+	// stricter reading.
+	EnforceMemlock bool
 	// Kernels makes the cores' kernel of the design each configured CU's
 	// PDI names (nil: gemv.GoModel, the Go model).
 	Kernels gemv.Factory
+	// Firmware is what QUERY_FIRMWARE_VERSION answers (major, minor,
+	// patch, build; zero: 1.5.5.391 on XDNA1, 1.1.2.64 on XDNA2: release
+	// numbers seen in the field, not a claim about any device).
+	Firmware [4]uint32
 }
 
 // XDNA1 is a Phoenix NPU.
@@ -54,6 +66,10 @@ func XDNA1() Config {
 func XDNA2() Config {
 	return Config{Driver: "amdxdna_accel_driver", Cols: 8, Columns: 8, DevGen: 4, MaxContexts: 16}
 }
+
+// FakeDesc is the driver description DRM_IOCTL_VERSION gives (the real
+// driver's says "AMD XDNA DRM implementation" or the like).
+const FakeDesc = "fake amdxdna driver (amdxdnatest): commands execute on the emulator"
 
 // Path is the device path the fake answers to.
 const Path = "/dev/accel/accel0"
@@ -124,15 +140,15 @@ type bo struct {
 func (b *bo) bytes() []byte { return unsafe.Slice((*byte)(b.mem), b.size) }
 
 type hwctx struct {
-	handle  uint32
-	syncobj uint32
-	columns int
-	cus     []*bo        // nil until CONFIG_CU
+	handle    uint32
+	syncobj   uint32
+	columns   int
+	cus       []*bo        // nil until CONFIG_CU
 	arrays    []*emu.Array // per CU: the emulated array running its design
 	arrayErrs []error      // per CU: why it has none
-	seq     uint64
-	pending []*command
-	dead    bool
+	seq       uint64
+	pending   []*command
+	dead      bool
 }
 
 type command struct {
@@ -476,11 +492,31 @@ func (k *Kernel) version(v *amdxdna.DRMVersion) error {
 	}
 	v.Major, v.Minor, v.Patchlevel = 0, 1, 0
 	v.NameLen = uint64(len(name))
+	// The description says what this is, so that no report passes the
+	// fake's figures off as a device's.
+	desc := []byte(FakeDesc)
+	if v.DescLen > 0 && v.Desc != 0 {
+		copy(unsafe.Slice((*byte)(ptr(v.Desc)), v.DescLen), desc)
+	}
+	v.DescLen = uint64(len(desc))
 	return nil
 }
 
 func (k *Kernel) getInfo(g *amdxdna.GetInfo) error {
-	if g.Param != amdxdna.QueryAIEMetadata {
+	switch g.Param {
+	case amdxdna.QueryAIEVersion:
+		return putInfo(g, "AIE version", amdxdna.AIEVersion{Major: 2})
+	case amdxdna.QueryFirmwareVersion:
+		fw := k.cfg.Firmware
+		if fw == [4]uint32{} {
+			fw = [4]uint32{1, 1, 2, 64}
+			if k.cfg.Cols < 8 {
+				fw = [4]uint32{1, 5, 5, 391}
+			}
+		}
+		return putInfo(g, "firmware version", amdxdna.FirmwareVersion{Major: fw[0], Minor: fw[1], Patch: fw[2], Build: fw[3]})
+	case amdxdna.QueryAIEMetadata:
+	default:
 		return fail(syscall.EINVAL, "GET_INFO param %d not faked", g.Param)
 	}
 	m := amdxdna.AIEMetadata{ColSize: 0x2000000, Cols: k.cfg.Cols, Rows: 6, Version: amdxdna.AIEVersion{Major: 2},
@@ -491,6 +527,17 @@ func (k *Kernel) getInfo(g *amdxdna.GetInfo) error {
 	}
 	*(*amdxdna.AIEMetadata)(ptr(g.Buffer)) = m
 	g.BufferSize = uint32(unsafe.Sizeof(m))
+	return nil
+}
+
+// putInfo answers a GET_INFO with v, as the driver does: a buffer too
+// small is EINVAL.
+func putInfo[T any](g *amdxdna.GetInfo, what string, v T) error {
+	if g.BufferSize < uint32(unsafe.Sizeof(v)) || g.Buffer == 0 {
+		return fail(syscall.EINVAL, "GET_INFO %s: buffer of %d bytes, need %d", what, g.BufferSize, unsafe.Sizeof(v))
+	}
+	*(*T)(ptr(g.Buffer)) = v
+	g.BufferSize = uint32(unsafe.Sizeof(v))
 	return nil
 }
 
@@ -508,6 +555,20 @@ func (k *Kernel) createBO(c *client, a *amdxdna.CreateBO) error {
 	b := &bo{typ: a.Type, size: int(a.Size), xdna: invalidAddr}
 	switch a.Type {
 	case amdxdna.BOShmem, amdxdna.BOCmd:
+		if a.Type == amdxdna.BOShmem && k.cfg.EnforceMemlock {
+			var r unix.Rlimit
+			if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &r); err == nil && r.Cur != unix.RLIM_INFINITY {
+				pinned := uint64(0)
+				for _, o := range c.bos {
+					if o.typ == amdxdna.BOShmem && !o.closed {
+						pinned += uint64(o.size)
+					}
+				}
+				if pinned+a.Size > r.Cur {
+					return fail(syscall.ENOMEM, "CREATE_BO: %d bytes would pin %d, above RLIMIT_MEMLOCK %d", a.Size, pinned+a.Size, r.Cur)
+				}
+			}
+		}
 		p, err := realMmap(nil, uintptr(a.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
 		if err != nil {
 			return fail(syscall.ENOMEM, "CREATE_BO: %v", err)
