@@ -8,8 +8,8 @@
 # bring-up slot, xdna1-q8_0-k128-bringup or xdna2-q8_0-k128-bringup (kernels/README.md).
 # For each slot it
 #   1. compiles the slot's kernel object, kernels/<target>/gemv.cc, with Peano for the
-#      target's cores (the format, K-tile and rows a piece of `xdnapack kernels list`),
-#      and checks it defines the kernel functions the design calls;
+#      target's cores (the format and K-tile of `xdnapack kernels list`; entry.inc takes
+#      them as XDNA_FMT and K_TILE), and checks it defines the functions the design calls;
 #   2. writes the slot's physical design as MLIR: xdnapack kernels mlir (the same Go
 #      description the emulator runs and the host's streams follow);
 #   3. runs aiecc on it (Peano, no objectFifo lowering: the MLIR is physical already);
@@ -50,7 +50,7 @@ for target in xdna1 xdna2; do
     # 1. The kernel object every core links.
     "$PEANO_INSTALL_DIR/bin/clang++" -O2 -std=c++20 --target="$triple" -DNDEBUG \
       -I "$MLIR_AIE_DIR/include" \
-      -DXDNA_FMT="${ggml[$format]}" -DK_TILE="$ktile" -DPIECE_ROWS="$rows" \
+      -DXDNA_FMT="${ggml[$format]}" -DK_TILE="$ktile" \
       -c "$here/$tgt/gemv.cc" -o "$dir/gemv.o"
     for fn in xdna_gemv_init xdna_gemv_acc xdna_gemv_out; do
       if ! "$PEANO_INSTALL_DIR/bin/llvm-nm" --defined-only "$dir/gemv.o" | grep -qw "$fn"; then

@@ -37,8 +37,8 @@ func pinnedAiecc(t *testing.T) (string, string) {
 // TestBuildScript: kernels/build.sh parses (bash -n) and, run against
 // stand-ins for Peano's clang++, llvm-nm and llvm-objdump and for aiecc.py
 // (which record their arguments), invokes `xdnapack kernels mlir` for the
-// slot, compiles the kernel for the target's triple with the slot's format,
-// K-tile and rows, runs aiecc with exactly the command kernels/README.md
+// slot, compiles the kernel for the target's triple with the slot's format
+// and K-tile, runs aiecc with exactly the command kernels/README.md
 // pins, in the directory holding aie.mlir and gemv.o, and puts the xclbin
 // where the catalog looks; a kernel object without the design's kernel
 // functions stops it, naming the missing one. The README pins the release
@@ -117,7 +117,7 @@ echo xclbin > final.xclbin
 		t.Errorf("build.sh ran\n  %s\nwant clang++, then in the slot's directory\n  %s", strings.Join(lines, "\n  "), want)
 	}
 	clang := lines[0]
-	for _, w := range []string{"--target=aie2-none-unknown-elf", "-DXDNA_FMT=8", "-DK_TILE=128", "-DPIECE_ROWS=32", "kernels/xdna1/gemv.cc"} {
+	for _, w := range []string{"--target=aie2-none-unknown-elf", "-DXDNA_FMT=8", "-DK_TILE=128", "kernels/xdna1/gemv.cc"} {
 		if !strings.Contains(clang, w) {
 			t.Errorf("clang++ %q lacks %s", clang, w)
 		}
@@ -138,7 +138,7 @@ echo xclbin > final.xclbin
 		t.Fatalf("build.sh xdna2-q4_k-k256: %v\n%s", err, out)
 	}
 	got, _ = os.ReadFile(log)
-	if !regexp.MustCompile(`--target=aie2p-none-unknown-elf .*-DXDNA_FMT=12 -DK_TILE=256 -DPIECE_ROWS=64 .*kernels/xdna2/gemv.cc`).Match(got) {
+	if !regexp.MustCompile(`--target=aie2p-none-unknown-elf .*-DXDNA_FMT=12 -DK_TILE=256 .*kernels/xdna2/gemv.cc`).Match(got) {
 		t.Errorf("xdna2-q4_k-k256 compiled as\n%s", got)
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "xclbins", "xdna2", "gemv_q4_k_k256.xclbin")); err != nil {
