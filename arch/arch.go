@@ -329,6 +329,9 @@ func (f *Family) tensor(r Role) *Tensor {
 	return nil
 }
 
+// MaxStep is the largest Tensor.Step of any family.
+const MaxStep = 6
+
 // Rank returns the step of the layer at which the tensor named role (the
 // name after "blk.N.") runs, from the first family that names it; ok is
 // false for a name no family knows.
