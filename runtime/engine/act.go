@@ -64,6 +64,20 @@ func gegluRow(h, g, u []float32) {
 	}
 }
 
+// madF16 sets y[i] = f16(fma(f16 x[i], v, y[i])), y holding f16 values as
+// float32: ggml_vec_mad_f16 (the SIMD lanes and gcc's contraction of the
+// scalar tail both fuse the multiply-add).
+func madF16(y []float32, x []uint16, v float32) {
+	x = x[:len(y)]
+	for i, h := range x {
+		y[i] = roundF16(cpu.Fmaf(cpu.F16ToF32(h), v, y[i]))
+	}
+}
+
+// expf is exp in float64, rounded to float32 (glibc's expf is correctly
+// rounded in all but rare cases).
+func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
+
 // tanhf is tanh in float64, rounded to float32.
 func tanhf(x float32) float32 { return float32(math.Tanh(float64(x))) }
 

@@ -34,6 +34,10 @@ type Options struct {
 	Context int       // default context of NewState(0); <= 0: the training context, at most DefaultContext
 	Batch   int       // tokens per forward step of Prefill; <= 0: DefaultBatch
 	Cache   CacheType // KV cache element type; the zero value is CacheF32
+	// FlashAttn computes attention as llama.cpp does with flash attention
+	// on (its default since 2025 where the backend has it): an online
+	// softmax and the values accumulated in f16. It needs CacheF16.
+	FlashAttn bool
 	// MatMul, if set, computes every weight matrix product instead of the
 	// CPU kernels (the NPU scheduler: it sends each matrix where the pack-time
 	// plan says and falls back to the CPU itself).
@@ -169,6 +173,9 @@ func (s shapes) Vector(name string) (n int, ok bool, err error) {
 func build(p layout.Params, w Weights, opts Options) (*Model, error) {
 	if opts.Cache != CacheF32 && opts.Cache != CacheF16 {
 		return nil, unsupportedf("unsupported KV cache type %v", opts.Cache)
+	}
+	if opts.FlashAttn && opts.Cache != CacheF16 {
+		return nil, unsupportedf("flash attention needs the f16 KV cache")
 	}
 	a, err := arch.Resolve(p, shapes{w})
 	if err != nil {

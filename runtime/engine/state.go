@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/xdna-go/xdna/arch"
 	"github.com/xdna-go/xdna/runtime/cpu"
@@ -423,6 +424,10 @@ func (a *attnTask) Run(w, lo, hi int) {
 			for j, v := range q {
 				qh[j] = roundF16(v)
 			}
+			if m.opts.FlashAttn {
+				s.flashAttn(out, qh, a.layer, kh, first, n, kqScale)
+				continue
+			}
 			for t := range sc {
 				slot := base + (first+t)%ring
 				sc[t] = s.capped(cpu.DotF16(qh, s.kc16[slot*kvd+kh*hd:])) * kqScale
@@ -443,6 +448,48 @@ func (a *attnTask) Run(w, lo, hi int) {
 			slot := base + (first+t)%ring
 			axpy(pt, s.vc[slot*vd+kh*hdv:slot*vd+(kh+1)*hdv], out)
 		}
+	}
+}
+
+// flashAttn writes to out the attention of the f16 query qh over the n
+// positions from first of KV head kh of layer li, as ggml's CPU flash
+// attention (ggml-org/llama.cpp @ 0253fb21, ggml/src/ggml-cpu/ops.cpp:
+// ggml_compute_forward_flash_attn_ext_f16_one_chunk) with an f16 cache:
+// an online softmax over the positions in order, the values accumulated
+// in binary16 (VKQ16: each rescale and each multiply-add rounded to f16),
+// divided by the sum at the end. With a soft cap c the score is
+// c*tanhf(dot*(scale/c)).
+func (s *State) flashAttn(out, qh []float32, li, kh, first, n int, scale float32) {
+	m, p := s.m, s.m.P
+	hd, hdv, kvd, vd := p.HeadDim, p.HeadDimV, m.kvDim, m.vDim
+	ring, base := s.ring[li], s.base[li]
+	c := m.attnCap
+	if c != 0 {
+		scale /= c
+	}
+	mx, sum := float32(math.Inf(-1)), float32(0)
+	for t := 0; t < n; t++ {
+		slot := base + (first+t)%ring
+		sv := cpu.DotF16(qh, s.kc16[slot*kvd+kh*hd:]) * scale
+		if c != 0 {
+			sv = c * tanhf(sv)
+		}
+		ms, vs := float32(1), float32(1)
+		if sv > mx {
+			ms = expf(mx - sv)
+			mx = sv
+			for j, v := range out {
+				out[j] = roundF16(v * ms)
+			}
+		} else {
+			vs = expf(sv - mx)
+		}
+		madF16(out, s.vc16[slot*vd+kh*hdv:slot*vd+(kh+1)*hdv], vs)
+		sum = sum*ms + vs
+	}
+	inv := 1 / sum
+	for j := range out {
+		out[j] *= inv
 	}
 }
 
