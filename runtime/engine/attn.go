@@ -106,7 +106,7 @@ func (s *State) flashAttn(out, qh []float32, li, kh, first, n int, scale float32
 	mx, sum := float32(math.Inf(-1)), float32(0)
 	for t := 0; t < n; t++ {
 		slot := base + (first+t)%ring
-		sv := cpu.DotF16(qh, s.kc16[slot*kvd+kh*hd:]) * scale
+		sv := dotF16(qh, s.kc16[slot*kvd+kh*hd:]) * scale
 		if c != 0 {
 			sv = c * tanhf(sv)
 		}
