@@ -131,7 +131,7 @@ func TestLlamaFlags(t *testing.T) {
 	if err != nil || out == "" || !strings.Contains(errOut, "--n-gpu-layers 99 ignored") || strings.Contains(errOut, "--flash-attn") {
 		t.Errorf("-m -ngl 99 -fa (flash attention, not ignored): %v, %q, stderr %q", err, out, errOut)
 	}
-	if _, _, err := run(t, "", model, "-p", "x", "--flash-attn", "maybe"); err == nil || !strings.Contains(err.Error(), "--flash-attn maybe") {
+	if _, _, err := run(t, "", model, "-p", "x", "--flash-attn=maybe"); err == nil || !strings.Contains(err.Error(), "--flash-attn maybe") {
 		t.Errorf("--flash-attn maybe: %v", err)
 	}
 	if _, _, err := run(t, "", model, "-p", "x", "-ctk", "q8_0"); err == nil || !strings.Contains(err.Error(), "--cache-type-k q8_0") {

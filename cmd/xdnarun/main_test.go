@@ -171,7 +171,7 @@ func TestGoldens(t *testing.T) {
 				}
 				args := []string{x, "-p", prompts[key], "--temp", "0", "-n", fmt.Sprint(len(g.Steps)), "--json", "--top-logits", "8", "-t", "2", "--device", dev.name}
 				if flashAttnGoldens[model] {
-					args = append(args, "--flash-attn", "on")
+					args = append(args, "--flash-attn=on")
 				}
 				stdout, stderr, err := run(t, "", args...)
 				if err != nil {
