@@ -160,6 +160,10 @@ type Family struct {
 	// in the softmax (llama): the same in exact arithmetic, not with the
 	// f16 rounding of the query.
 	QueryScale bool
+	// EmbdPerHeadScale lists the layer counts (model sizes) whose query
+	// scale is 1/sqrt(embedding/heads) instead of 1/sqrt(headDim) (the 27B
+	// gemmas: llama.cpp picks it by the model's type).
+	EmbdPerHeadScale []int
 	// Sliding windows. A family with WindowPattern > 0 runs attention over
 	// the last SlidingWindow positions on the layers il with
 	// il % pattern < pattern-1 (the file's attention.sliding_window_pattern,
@@ -172,6 +176,10 @@ type Family struct {
 	DefaultWindow int
 	SWABase       float64
 	WindowIgnored bool
+	// SWAScaled: the windowed layers keep the model's rope scaling (gemma2,
+	// whose rope_freq_scale_train_swa is the model's); else they run
+	// unscaled (gemma3).
+	SWAScaled bool
 	// AttnSoftcap and FinalSoftcap: the family honours the file's
 	// attn_logit_softcapping / final_logit_softcapping (cap*tanh(x/cap)
 	// on the attention scores / the logits). DefaultAttnSoftcap and
@@ -253,14 +261,14 @@ var families = map[string]*Family{
 	},
 	"gemma3": {
 		Name: "gemma3", Models: "Gemma 3 (text: 270M, 1B, 4B and up; QAT Q4_0 builds)", Rope: RopeNeoX, Act: GELUTanhGLU,
-		EmbedScale: true, QueryScale: true,
+		EmbedScale: true, QueryScale: true, EmbdPerHeadScale: []int{62},
 		WindowPattern: 6, SWABase: 10000, FinalSoftcap: true,
 		Layer: with(with(with(llamaLayer, noBiases, AttnOut, qkNorms...), nil, FFNNorm, postAttnNorm), nil, NumRoles, postFFNNorm),
 	},
 	"gemma2": {
 		Name: "gemma2", Models: "Gemma 2", Rope: RopeNeoX, Act: GELUTanhGLU,
-		EmbedScale: true, QueryScale: true,
-		WindowPattern: 2, DefaultWindow: 4096,
+		EmbedScale: true, QueryScale: true, EmbdPerHeadScale: []int{46},
+		WindowPattern: 2, DefaultWindow: 4096, SWAScaled: true,
 		AttnSoftcap: true, FinalSoftcap: true, DefaultAttnSoftcap: 50, DefaultFinalSoftcap: 30,
 		Layer: with(with(llamaLayer, noBiases, FFNNorm, postAttnNorm), nil, NumRoles, postFFNNorm),
 	},

@@ -2,6 +2,8 @@ package arch
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/xdna-go/xdna/layout"
 )
@@ -36,6 +38,9 @@ type Model struct {
 	Tied   bool // no output.weight: the output is token_embd.weight
 	// RopeFreqs: the file has rope_freqs.weight ([RopeDim/2] divisors).
 	RopeFreqs bool
+	// KQScale is the attention scale, 1/sqrt(headDim) or, for the sizes
+	// Family.EmbdPerHeadScale lists, 1/sqrt(embedding/heads), in float32.
+	KQScale float32
 	// AttnSoftcap and FinalSoftcap are the caps in force (0: none).
 	AttnSoftcap, FinalSoftcap float64
 	Layers                    []Layer
@@ -109,6 +114,10 @@ func Resolve(p layout.Params, s Shapes) (*Model, error) {
 		OutDim: p.Heads * p.HeadDimV, FFN: p.FeedForward, HeadDim: p.HeadDim,
 	}}
 	d := m.Dims
+	m.KQScale = 1 / float32(math.Sqrt(float64(p.HeadDim)))
+	if slices.Contains(f.EmbdPerHeadScale, p.Layers) {
+		m.KQScale = 1 / float32(math.Sqrt(float64(float32(p.Embedding/p.Heads))))
+	}
 
 	for name, why := range f.Refused {
 		if _, ok, _ := s.Vector(name); ok {
@@ -194,7 +203,7 @@ func (m *Model) attention(p layout.Params) error {
 		// llama.cpp's set_swa_pattern(pattern): the last layer of each period
 		// attends to everything.
 		if window > 0 && i%pattern < pattern-1 {
-			m.Layers = append(m.Layers, Layer{Window: window, RopeBase: swaBase})
+			m.Layers = append(m.Layers, Layer{Window: window, RopeBase: swaBase, Scaled: f.SWAScaled})
 		} else {
 			m.Layers = append(m.Layers, Layer{RopeBase: base, Scaled: true})
 		}

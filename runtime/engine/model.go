@@ -93,7 +93,7 @@ type Model struct {
 	dim, qDim, kvDim, vDim int // embedding, Heads*HeadDim, HeadsKV*HeadDim, HeadsKV*HeadDimV
 	vocab                  int
 	eps                    float32
-	kqScale                float32 // 1/sqrt(HeadDim)
+	kqScale                float32 // arch.Model.KQScale: 1/sqrt(HeadDim), as a rule
 	embScale               float32 // sqrtf(dim) (gemma), or 1
 	ropes                  []rope  // the distinct rope settings of the layers
 	attnCap, finalCap      float32 // soft caps (0: none)
@@ -186,7 +186,7 @@ func build(p layout.Params, w Weights, opts Options) (*Model, error) {
 	m.qDim, m.kvDim, m.vDim = a.Dims.QDim, a.Dims.KVDim, a.Dims.VDim
 	m.vocab = a.Vocab
 	m.eps = float32(p.RMSEps)
-	m.kqScale = 1 / float32(math.Sqrt(float64(p.HeadDim)))
+	m.kqScale = a.KQScale
 	m.embScale = 1
 	if a.Family.EmbedScale {
 		m.embScale = float32(math.Sqrt(float64(float32(m.dim))))

@@ -44,6 +44,9 @@ func newSynth(t testing.TB, arch string, seed uint64, columns int) *synth {
 		// pattern of 2), rope base 1e6 on layer 1, 10000 on the others.
 		p.Layers, p.HeadDim, p.HeadDimV, p.RopeDim = 3, 16, 16, 16
 		p.SlidingWindow, p.SlidingPattern, p.RopeBase = 3, 2, 1e6
+	case "gemma2":
+		// a window of 3 on layers 0 and 2, soft caps low enough to bite.
+		p.Layers, p.SlidingWindow, p.AttnSoftcap, p.FinalSoftcap = 3, 3, 1.5, 4
 	case "phi3":
 		p.RopeDim = 8 // partial rotary: 8 of 12
 	}
@@ -79,13 +82,13 @@ func newSynth(t testing.TB, arch string, seed uint64, columns int) *synth {
 	}
 	d, qd, kvd := p.Embedding, p.Heads*p.HeadDim, p.HeadsKV*p.HeadDim
 	embScale := 1.0
-	if arch == "gemma3" {
+	if arch == "gemma3" || arch == "gemma2" {
 		embScale = 0.1 // the engine multiplies by sqrt(dim)
 	}
 	mat("token_embd.weight", p.VocabSize, d, embScale)
 	vec("output_norm.weight", d, 1, 0.1)
-	if arch != "qwen3" && arch != "gemma3" {
-		mat("output.weight", p.VocabSize, d, 0.3) // qwen3, gemma3 here: tied embeddings
+	if arch != "qwen3" && arch != "gemma3" && arch != "gemma2" {
+		mat("output.weight", p.VocabSize, d, 0.3) // qwen3, gemma2, gemma3 here: tied embeddings
 	}
 	for i := 0; i < p.Layers; i++ {
 		n := func(s string) string { return fmt.Sprintf("blk.%d.%s", i, s) }
@@ -107,7 +110,7 @@ func newSynth(t testing.TB, arch string, seed uint64, columns int) *synth {
 		mat(n("ffn_gate.weight"), p.FeedForward, d, 0.3)
 		mat(n("ffn_up.weight"), p.FeedForward, d, 0.3)
 		mat(n("ffn_down.weight"), d, p.FeedForward, 0.2)
-		if arch == "gemma3" {
+		if arch == "gemma3" || arch == "gemma2" {
 			vec(n("post_attention_norm.weight"), d, 1, 0.1)
 			vec(n("post_ffw_norm.weight"), d, 1, 0.1)
 		}
@@ -173,18 +176,28 @@ func (s *synth) reference(tokens []int32, freqScale float64, factors []float64) 
 		}
 		return y
 	}
-	gemma := p.Arch == "gemma3"
+	gemma := p.Arch == "gemma3" || p.Arch == "gemma2"
+	pattern := map[string]int{"gemma3": p.SlidingPattern, "gemma2": 2}[p.Arch]
 	// windowed reports whether layer l attends to its last SlidingWindow
-	// positions only (gemma3: all but the last layer of each pattern).
-	windowed := func(l int) bool { return gemma && l%p.SlidingPattern < p.SlidingPattern-1 }
+	// positions only (gemma: all but the last layer of each pattern).
+	windowed := func(l int) bool { return gemma && l%pattern < pattern-1 }
+	// local reports whether layer l has gemma3's local rope: base 10000,
+	// unscaled (gemma2's windowed layers keep the model's rope).
+	local := func(l int) bool { return p.Arch == "gemma3" && windowed(l) }
+	softcap := func(x, c float64) float64 {
+		if c == 0 {
+			return x
+		}
+		return c * math.Tanh(x/c)
+	}
 	rope := func(x []float64, pos, l int) {
 		base, fs := p.RopeBase, freqScale
-		if windowed(l) {
-			base, fs = 10000, 1 // gemma3's local layers
+		if local(l) {
+			base, fs = 10000, 1
 		}
 		for i := 0; i < p.RopeDim/2; i++ {
 			theta := float64(pos) * math.Pow(base, -2*float64(i)/float64(p.RopeDim)) * fs
-			if factors != nil && !windowed(l) {
+			if factors != nil && !local(l) {
 				theta /= factors[i]
 			}
 			c, sn := math.Cos(theta), math.Sin(theta)
@@ -254,7 +267,7 @@ func (s *synth) reference(tokens []int32, freqScale float64, factors []float64) 
 					for i := 0; i < hd; i++ {
 						sc[t] += q[hh*hd+i] * cache[l].k[t][g*hd+i]
 					}
-					sc[t] /= math.Sqrt(float64(hd))
+					sc[t] = softcap(sc[t]/math.Sqrt(float64(hd)), p.AttnSoftcap)
 					mx = max(mx, sc[t])
 				}
 				var sum float64
@@ -297,7 +310,11 @@ func (s *synth) reference(tokens []int32, freqScale float64, factors []float64) 
 		if outW == nil {
 			outW = s.mats["token_embd.weight"]
 		}
-		out = append(out, matvec(outW, norm(x, s.vecs["output_norm.weight"])))
+		logits := matvec(outW, norm(x, s.vecs["output_norm.weight"]))
+		for i := range logits {
+			logits[i] = softcap(logits[i], p.FinalSoftcap)
+		}
+		out = append(out, logits)
 	}
 	_ = d
 	return out
@@ -332,12 +349,12 @@ func compareLogits(t *testing.T, what string, got []float32, want []float64) {
 }
 
 // TestArchitecturesAgainstReference runs random llama, qwen2, qwen3,
-// gemma3 (windows reached by the 11 tokens) and phi3 (fused as stored,
-// partial rotary) models (F32 weights, f32 cache) against the float64 reference, by
+// gemma3 (windows reached by the 11 tokens), gemma2 (windows, attention
+// and final soft caps) and phi3 (fused as stored, partial rotary) models (F32 weights, f32 cache) against the float64 reference, by
 // prefill and by decode, with and without rope scaling.
 func TestArchitecturesAgainstReference(t *testing.T) {
 	tokens := []int32{1, 5, 36, 7, 7, 20, 0, 3, 11, 2, 30}
-	for i, arch := range []string{"llama", "qwen2", "qwen3", "gemma3", "phi3"} {
+	for i, arch := range []string{"llama", "qwen2", "qwen3", "gemma3", "gemma2", "phi3"} {
 		for _, scaling := range []string{"none", "linear", "freqs"} {
 			t.Run(arch+"/"+scaling, func(t *testing.T) {
 				s := newSynth(t, arch, uint64(i+1), 1+3*i)
