@@ -27,6 +27,12 @@ type Params struct {
 	RopeLowFreq   float64 `toml:"rope_low_freq" json:"rope_low_freq"`   // llama3: rope.scaling.low_freq_factor
 	RopeHighFreq  float64 `toml:"rope_high_freq" json:"rope_high_freq"` // llama3: rope.scaling.high_freq_factor
 	VocabSize     int     `toml:"vocab_size" json:"vocab_size"`
+	// Attention variants (gemma2, gemma3, phi3; 0 where the file sets none).
+	SlidingWindow  int     `toml:"sliding_window,omitempty" json:"sliding_window,omitempty"`   // attention.sliding_window
+	SlidingPattern int     `toml:"sliding_pattern,omitempty" json:"sliding_pattern,omitempty"` // attention.sliding_window_pattern; -1: not a positive integer (0, or a per-layer array)
+	RopeBaseSWA    float64 `toml:"rope_base_swa,omitempty" json:"rope_base_swa,omitempty"`     // rope.freq_base_swa
+	AttnSoftcap    float64 `toml:"attn_softcap,omitempty" json:"attn_softcap,omitempty"`       // attn_logit_softcapping
+	FinalSoftcap   float64 `toml:"final_softcap,omitempty" json:"final_softcap,omitempty"`     // final_logit_softcapping
 }
 
 // ParamsFromGGUF reads the hyperparameters of g. Only the architecture is
@@ -90,6 +96,16 @@ func ParamsFromGGUF(g *GGUF) (Params, error) {
 	p.RopeOrigCtx = u("rope.scaling.original_context_length")
 	p.RopeLowFreq = f("rope.scaling.low_freq_factor")
 	p.RopeHighFreq = f("rope.scaling.high_freq_factor")
+	p.SlidingWindow = u("attention.sliding_window")
+	if _, ok := g.Get(arch + ".attention.sliding_window_pattern"); ok {
+		p.SlidingPattern = u("attention.sliding_window_pattern")
+		if p.SlidingPattern == 0 {
+			p.SlidingPattern = -1
+		}
+	}
+	p.RopeBaseSWA = f("rope.freq_base_swa")
+	p.AttnSoftcap = f("attn_logit_softcapping")
+	p.FinalSoftcap = f("final_logit_softcapping")
 	p.VocabSize = u("vocab_size")
 	if p.VocabSize == 0 {
 		if toks, ok := g.Strings("tokenizer.ggml.tokens"); ok {

@@ -114,6 +114,7 @@ func (c *chat) reply(ctx context.Context, line string, out io.Writer) (*turn, er
 		keep-- // the last token is run again for its logits
 	}
 	c.st.Truncate(keep)
+	keep = c.st.Pos() // a model with sliding windows may have dropped the whole cache
 	c.cached = c.cached[:keep]
 	res, err := generate(ctx, c.l, c.st, tokens, tokens[keep:], c.o, out)
 	if err != nil {

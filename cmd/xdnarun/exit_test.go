@@ -128,8 +128,11 @@ func TestUTF8Writer(t *testing.T) {
 func TestLlamaFlags(t *testing.T) {
 	model := packFixture(t, "stories260K-q8_0")
 	out, errOut, err := run(t, "", "-m", model, "-p", "Once", "-n", "3", "--temp", "0", "-ngl", "99", "-fa", "--no-mmap")
-	if err != nil || out == "" || !strings.Contains(errOut, "--n-gpu-layers 99 ignored") || !strings.Contains(errOut, "--flash-attn on ignored") {
-		t.Errorf("-m -ngl 99 -fa: %v, %q, stderr %q", err, out, errOut)
+	if err != nil || out == "" || !strings.Contains(errOut, "--n-gpu-layers 99 ignored") || strings.Contains(errOut, "--flash-attn") {
+		t.Errorf("-m -ngl 99 -fa (flash attention, not ignored): %v, %q, stderr %q", err, out, errOut)
+	}
+	if _, _, err := run(t, "", model, "-p", "x", "--flash-attn=maybe"); err == nil || !strings.Contains(err.Error(), "--flash-attn maybe") {
+		t.Errorf("--flash-attn maybe: %v", err)
 	}
 	if _, _, err := run(t, "", model, "-p", "x", "-ctk", "q8_0"); err == nil || !strings.Contains(err.Error(), "--cache-type-k q8_0") {
 		t.Errorf("-ctk q8_0: %v", err)

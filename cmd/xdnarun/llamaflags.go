@@ -61,7 +61,8 @@ var takesText = map[string]bool{
 
 // llamaFlags are llama.cpp's GPU and memory flags: xdnarun accepts them so
 // that a llama.cpp command line runs, and says once that it ignores them;
-// the KV cache types other than f16 are refused by name.
+// the KV cache types other than f16 are refused by name, and --flash-attn
+// selects the attention arithmetic (engine.Options.FlashAttn).
 type llamaFlags struct {
 	ngl, mainGPU           int
 	splitMode, tensorSplit string
@@ -77,7 +78,7 @@ func (l *llamaFlags) add(cmd *cobra.Command) {
 	f.StringVar(&l.splitMode, "split-mode", "", "llama.cpp's multi-GPU split (-sm): ignored")
 	f.IntVar(&l.mainGPU, "main-gpu", 0, "llama.cpp's main GPU (-mg): ignored")
 	f.StringVar(&l.tensorSplit, "tensor-split", "", "llama.cpp's tensor split (-ts): ignored")
-	f.StringVar(&l.flashAttn, "flash-attn", "", "llama.cpp's flash attention (-fa): ignored")
+	f.StringVar(&l.flashAttn, "flash-attn", "off", "attention as llama.cpp computes it with flash attention (-fa): on (or auto, llama.cpp's default) or off")
 	f.Lookup("flash-attn").NoOptDefVal = "on"
 	f.StringVar(&l.gpuDev, "gpu-device", "", "llama.cpp's -dev: ignored (xdnarun: --device)")
 	f.StringVar(&l.cacheTypeK, "cache-type-k", "f16", "KV cache type (-ctk): only f16")
@@ -97,7 +98,12 @@ func (l *llamaFlags) check(cmd *cobra.Command, w io.Writer) error {
 			return fmt.Errorf("--%s %s: xdnarun's KV cache is f16 only", t.flag, t.v)
 		}
 	}
-	for _, n := range []string{"n-gpu-layers", "gpu-layers", "split-mode", "main-gpu", "tensor-split", "flash-attn", "gpu-device", "mlock", "no-mmap"} {
+	switch l.flashAttn {
+	case "on", "auto", "off":
+	default:
+		return fmt.Errorf("--flash-attn %s: want on, auto or off", l.flashAttn)
+	}
+	for _, n := range []string{"n-gpu-layers", "gpu-layers", "split-mode", "main-gpu", "tensor-split", "gpu-device", "mlock", "no-mmap"} {
 		if f := cmd.Flags().Lookup(n); f.Changed {
 			fmt.Fprintf(w, "xdnarun: note: --%s %s ignored: a llama.cpp GPU/memory flag; the NPU runs what xdnapack planned (--device), the rest runs on the CPU, the package is mapped\n", n, f.Value.String())
 		}

@@ -29,13 +29,14 @@ type loaded struct {
 }
 
 type loadOptions struct {
-	threads  int
-	ctx      int // 0: the model's training context, capped at 4096
-	device   string
-	kernels  string    // --cpu-kernels: "best" or one of cpu.Levels()
-	resident string    // --npu-resident: "0", a size, or "auto"
-	emuFault string    // test hook: "DISPATCH:timeout" or "DISPATCH:error" on the emulator
-	warn     io.Writer // device warnings (fallback to the CPU)
+	threads   int
+	ctx       int // 0: the model's training context, capped at 4096
+	device    string
+	kernels   string    // --cpu-kernels: "best" or one of cpu.Levels()
+	resident  string    // --npu-resident: "0", a size, or "auto"
+	emuFault  string    // test hook: "DISPATCH:timeout" or "DISPATCH:error" on the emulator
+	flashAttn bool      // attention as llama.cpp's flash attention (engine.Options.FlashAttn)
+	warn      io.Writer // device warnings (fallback to the CPU)
 }
 
 func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
@@ -90,7 +91,7 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	if train := m.Model.ContextLength; train > 0 && l.ctx > train && o.warn != nil {
 		fmt.Fprintf(o.warn, "xdnarun: warning: -c %d is above the model's training context of %d; past %d tokens the output degrades\n", l.ctx, train, train)
 	}
-	opts := engine.Options{Threads: o.threads, Context: l.ctx, Cache: engine.CacheF16}
+	opts := engine.Options{Threads: o.threads, Context: l.ctx, Cache: engine.CacheF16, FlashAttn: o.flashAttn}
 	if err := l.openDevice(o); err != nil {
 		return fail(err)
 	}

@@ -101,6 +101,7 @@ terminal, stdin is the prompt. A GGUF file is packed once into the cache
 			if err := o.llama.check(cmd, o.stderr); err != nil {
 				return err
 			}
+			o.flashAttn = o.llama.flashAttn != "off"
 			return runGenerate(cmd.Context(), path, o)
 		},
 	}

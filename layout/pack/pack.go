@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/xdna-go/xdna/arch"
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/planar"
@@ -53,15 +54,6 @@ type Plan struct {
 	Notes   []string          // what the plan could not do (missing xclbins, ...)
 }
 
-// fusions lists the matrices fused when they read the same input.
-var fusions = []struct {
-	name  string
-	parts []string
-}{
-	{"attn_qkv.weight", []string{"attn_q.weight", "attn_k.weight", "attn_v.weight"}},
-	{"ffn_gate_up.weight", []string{"ffn_gate.weight", "ffn_up.weight"}},
-}
-
 // MakePlan decides, for every tensor of g, its packed format, K-tile, device
 // and slot, and the fusion groups. It reads no tensor data.
 func MakePlan(g *layout.GGUF, opt *Options) (*Plan, error) {
@@ -75,19 +67,26 @@ func MakePlan(g *layout.GGUF, opt *Options) (*Plan, error) {
 	}
 	p := &Plan{Params: params}
 	fused := map[string]bool{}
-	if !opt.NoFuse {
+	// The fusions of the model's family (arch.Family.Fusions): matrices
+	// that read the same input, packed as one. An unknown family fuses
+	// nothing here; CheckModel refuses it by name.
+	var fusions []arch.Fusion
+	if fam, err := arch.Lookup(params.Arch); err == nil && !opt.NoFuse {
+		fusions = fam.Fusions()
+	}
+	if len(fusions) > 0 {
 		for li := 0; li < 1<<16; li++ {
 			prefix := fmt.Sprintf("blk.%d.", li)
 			any := false
 			for _, fu := range fusions {
 				var parts []*layout.Tensor
-				for _, pn := range fu.parts {
+				for _, pn := range fu.Parts {
 					if t, ok := g.Tensor(prefix + pn); ok {
 						parts = append(parts, t)
 						any = true
 					}
 				}
-				if len(parts) != len(fu.parts) || !fusable(parts) {
+				if len(parts) != len(fu.Parts) || !fusable(parts) {
 					continue
 				}
 				n := 0
@@ -97,7 +96,7 @@ func MakePlan(g *layout.GGUF, opt *Options) (*Plan, error) {
 					e.Parts = append(e.Parts, layout.Part{Name: t.Name, Shape: []int{t.Dims[0], t.Dims[1]}})
 					fused[t.Name] = true
 				}
-				e.Name = prefix + fu.name
+				e.Name = prefix + fu.Name
 				e.Shape = []int{parts[0].Dims[0], n}
 				e.Type = parts[0].Type.String()
 				p.Entries = append(p.Entries, e)

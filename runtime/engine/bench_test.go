@@ -3,8 +3,6 @@ package engine
 import (
 	"fmt"
 	"testing"
-
-	"github.com/xdna-go/xdna/runtime/cpu"
 )
 
 // weightBytes returns the packed size of every matrix the forward pass
@@ -12,7 +10,7 @@ import (
 func weightBytes(m *Model) int64 {
 	n := int64(m.output.Bytes())
 	for _, l := range m.layers {
-		for _, x := range []*cpu.Matrix{l.qkv, l.q, l.k, l.v, l.wo, l.gateUp, l.gate, l.up, l.down} {
+		for _, x := range l.mat {
 			if x != nil {
 				n += int64(x.Bytes())
 			}

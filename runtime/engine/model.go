@@ -1,35 +1,32 @@
-// Package engine is the forward pass of the Llama family (llama: Llama 2/3,
-// Mistral, TinyLlama, SmolLM; qwen2; qwen3) over packed weights: token
-// embedding, RMSNorm, rotary attention with grouped KV heads and an f32 KV
-// cache, SwiGLU feed-forward, output projection; one-token decode and
-// batched prefill. Every matrix product goes through runtime/cpu.
+// Package engine is the forward pass of the decoder families that package
+// arch describes (llama, qwen2, qwen3, gemma2, gemma3, phi3) over packed
+// weights: token embedding, RMSNorm (pre, post and per head), rotary
+// attention with grouped KV heads, sliding windows and an f32 or f16 KV
+// cache, gated feed-forward (SiLU or GELU), output projection; one-token
+// decode and batched prefill. The layers are built by walking the family's
+// descriptor; nothing here switches on an architecture's name. Every matrix
+// product goes through runtime/cpu.
 //
-// The arithmetic follows llama.cpp's CPU backend (llama-model.cpp
-// build_llama / build_qwen2 / build_qwen3 and ggml's ops) so that greedy
-// tokens and logits agree with it.
+// The arithmetic follows llama.cpp's CPU backend (src/models/*.cpp,
+// llama-graph.cpp and ggml's ops) so that greedy tokens and logits agree
+// with it.
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
 
+	"github.com/xdna-go/xdna/arch"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/runtime/cpu"
 )
 
 // ErrUnsupported reports a model the engine cannot run; errors.Is matches
-// every such error.
-var ErrUnsupported = errors.New("unsupported model")
+// every such error (it is arch.ErrUnsupported).
+var ErrUnsupported = arch.ErrUnsupported
 
-// unsupported is an error of ErrUnsupported with its own message.
-type unsupported string
-
-func (e unsupported) Error() string        { return string(e) }
-func (e unsupported) Is(target error) bool { return target == ErrUnsupported }
-
-func unsupportedf(format string, a ...any) error { return unsupported(fmt.Sprintf(format, a...)) }
+func unsupportedf(format string, a ...any) error { return arch.Unsupportedf(format, a...) }
 
 // Options configure a Model.
 type Options struct {
@@ -37,6 +34,10 @@ type Options struct {
 	Context int       // default context of NewState(0); <= 0: the training context, at most DefaultContext
 	Batch   int       // tokens per forward step of Prefill; <= 0: DefaultBatch
 	Cache   CacheType // KV cache element type; the zero value is CacheF32
+	// FlashAttn computes attention as llama.cpp does with flash attention
+	// on (its default since 2025 where the backend has it): an online
+	// softmax and the values accumulated in f16. It needs CacheF16.
+	FlashAttn bool
 	// MatMul, if set, computes every weight matrix product instead of the
 	// CPU kernels (the NPU scheduler: it sends each matrix where the pack-time
 	// plan says and falls back to the CPU itself).
@@ -80,31 +81,22 @@ func (c CacheType) String() string {
 // of a batch should stay in cache).
 const DefaultBatch = 64
 
-type ropeMode int
-
-const (
-	ropeNormal ropeMode = iota // adjacent pairs
-	ropeNeoX                   // halves
-)
-
 // Model is a loaded model: its hyperparameters, packed weights and a
 // kernel pool. A Model may serve several States; their calls are serialised
 // on the pool.
 type Model struct {
 	P    layout.Params
+	A    *arch.Model // the family and the tensors of each layer
 	opts Options
 	pool *cpu.Pool
-
-	mode   ropeMode
-	qkNorm bool // qwen3: RMSNorm of each Q and K head
 
 	dim, qDim, kvDim, vDim int // embedding, Heads*HeadDim, HeadsKV*HeadDim, HeadsKV*HeadDimV
 	vocab                  int
 	eps                    float32
-	thetaScale, freqScale  float32
-	ropeFactors            []float32 // [RopeDim/2] frequency divisors, or nil
-	yarn                   yarn
-	kqScale                float32
+	kqScale                float32 // arch.Model.KQScale: 1/sqrt(HeadDim), as a rule
+	embScale               float32 // sqrtf(dim) (gemma), or 1
+	ropes                  []rope  // the distinct rope settings of the layers
+	attnCap, finalCap      float32 // soft caps (0: none)
 
 	embd, output *cpu.Matrix
 	names        map[*cpu.Matrix]string // tensor name of every matrix, for Options.MatMul
@@ -112,19 +104,21 @@ type Model struct {
 	layers       []layer
 }
 
+// rope is one rope setting: the rotation of position p's pair i is
+// p * thetaScale^i / factors[i] * freqScale (ropeCache).
+type rope struct {
+	thetaScale, freqScale float32
+	factors               []float32 // [RopeDim/2] frequency divisors, or nil
+	yarn                  yarn
+}
+
+// layer holds one layer's tensors by role (arch.Role): matrices and
+// vectors (norm weights [dim] or [HeadDim], biases [rows]).
 type layer struct {
-	attnNorm []float32 // [dim]
-	qkv      *cpu.Matrix
-	q, k, v  *cpu.Matrix // when not fused
-	bq       []float32   // [qDim] or nil
-	bk, bv   []float32   // [kvDim], [vDim] or nil
-	qNorm    []float32   // [HeadDim] (qwen3)
-	kNorm    []float32   // [HeadDim] (qwen3)
-	wo       *cpu.Matrix
-	ffnNorm  []float32 // [dim]
-	gateUp   *cpu.Matrix
-	gate, up *cpu.Matrix // when not fused
-	down     *cpu.Matrix
+	mat    [arch.NumRoles]*cpu.Matrix
+	vec    [arch.NumRoles][]float32
+	window int // attends to the last window positions (0: all)
+	rope   int // index into Model.ropes
 }
 
 // New checks p and the weights against each other and builds a Model. An
@@ -145,211 +139,150 @@ func New(p layout.Params, w Weights, opts Options) (*Model, error) {
 }
 
 // Check is the engine's model check: it reports whether New accepts p and
-// w (architecture, hyperparameters, rope scaling, every tensor's presence,
-// type and shape) and whether a tokenizer of tokens tokens fits the model's
-// vocabulary, with the error a run would give. It reads no tensor data
-// (xdnapack calls it with the planned shapes before packing).
+// w (arch.Check: architecture, hyperparameters, rope scaling, every
+// tensor's presence and shape; here also every matrix's packing) and
+// whether a tokenizer of tokens tokens fits the model's vocabulary, with
+// the error a run would give. It reads no tensor data.
 func Check(p layout.Params, w Weights, tokens int) error {
-	m, err := build(p, w, Options{})
-	if err != nil {
+	if _, err := build(p, w, Options{}); err != nil {
 		return err
 	}
-	if tokens <= 0 {
-		return unsupportedf("no tokenizer: the model has no vocabulary (tokenizer.ggml.tokens)")
+	return arch.Check(p, shapes{w}, tokens)
+}
+
+// shapes serves the shapes of Weights to arch.Resolve.
+type shapes struct{ w Weights }
+
+func (s shapes) Matrix(name string) (n, k int, ok bool, err error) {
+	x, ok, err := s.w.Matrix(name)
+	if err != nil || !ok {
+		return 0, 0, ok, err
 	}
-	if tokens > m.vocab {
-		return unsupportedf("the tokenizer has %d tokens, the model only %d rows of token_embd.weight", tokens, m.vocab)
+	if err := x.Check(); err != nil {
+		return 0, 0, ok, err
 	}
-	return nil
+	return x.G.N, x.G.K, true, nil
+}
+
+func (s shapes) Vector(name string) (n int, ok bool, err error) {
+	v, ok, err := s.w.Vector(name)
+	return len(v), ok, err
 }
 
 // build checks p and w and builds a Model without its kernel pool.
 func build(p layout.Params, w Weights, opts Options) (*Model, error) {
-	m := &Model{P: p, opts: opts, names: map[*cpu.Matrix]string{}}
 	if opts.Cache != CacheF32 && opts.Cache != CacheF16 {
 		return nil, unsupportedf("unsupported KV cache type %v", opts.Cache)
 	}
-	switch p.Arch {
-	case "llama":
-		m.mode = ropeNormal
-	case "qwen2":
-		m.mode = ropeNeoX
-	case "qwen3":
-		m.mode, m.qkNorm = ropeNeoX, true
-	default:
-		return nil, unsupportedf("unsupported architecture %q", p.Arch)
+	if opts.FlashAttn && opts.Cache != CacheF16 {
+		return nil, unsupportedf("flash attention needs the f16 KV cache")
 	}
-	if p.Embedding <= 0 || p.Layers <= 0 || p.FeedForward <= 0 || p.Heads <= 0 || p.HeadsKV <= 0 ||
-		p.HeadDim <= 0 || p.HeadDimV <= 0 || p.Heads%p.HeadsKV != 0 {
-		return nil, unsupportedf("unsupported hyperparameters: embedding %d, layers %d, feed-forward %d, heads %d (%d kv), head dim %d (%d v)",
-			p.Embedding, p.Layers, p.FeedForward, p.Heads, p.HeadsKV, p.HeadDim, p.HeadDimV)
+	a, err := arch.Resolve(p, shapes{w})
+	if err != nil {
+		return nil, err
 	}
-	if p.RopeDim <= 0 || p.RopeDim > p.HeadDim || p.RopeDim%2 != 0 {
-		return nil, unsupportedf("unsupported rope dimension %d for head dimension %d", p.RopeDim, p.HeadDim)
-	}
+	m := &Model{P: p, A: a, opts: opts, names: map[*cpu.Matrix]string{}}
 	m.dim = p.Embedding
-	m.qDim, m.kvDim, m.vDim = p.Heads*p.HeadDim, p.HeadsKV*p.HeadDim, p.HeadsKV*p.HeadDimV
+	m.qDim, m.kvDim, m.vDim = a.Dims.QDim, a.Dims.KVDim, a.Dims.VDim
+	m.vocab = a.Vocab
 	m.eps = float32(p.RMSEps)
-	m.kqScale = 1 / float32(math.Sqrt(float64(p.HeadDim)))
-	base := float32(p.RopeBase)
+	m.kqScale = a.KQScale
+	m.embScale = 1
+	if a.Family.EmbedScale {
+		m.embScale = float32(math.Sqrt(float64(float32(m.dim))))
+	}
+	m.attnCap, m.finalCap = float32(a.AttnSoftcap), float32(a.FinalSoftcap)
+
+	// Every tensor was checked by arch.Resolve: fetch them.
+	mat := func(name string) *cpu.Matrix {
+		x, _, _ := w.Matrix(name)
+		m.names[x] = name
+		return x
+	}
+	vec := func(name string) []float32 {
+		v, _, _ := w.Vector(name)
+		return v
+	}
+	m.embd = mat("token_embd.weight")
+	m.outNorm = vec("output_norm.weight")
+	if a.Tied {
+		m.output = m.embd
+	} else {
+		m.output = mat("output.weight")
+	}
+	var factors []float32
+	if a.RopeFreqs {
+		factors = vec("rope_freqs.weight")
+	} else if p.RopeScaling == "llama3" {
+		factors = llama3Factors(p)
+	}
+	ropeOf := map[[2]float64]int{} // (base, scaled) -> index in m.ropes
+	m.layers = make([]layer, p.Layers)
+	for i := range m.layers {
+		al, l := &a.Layers[i], &m.layers[i]
+		for r, name := range al.Tensors {
+			switch {
+			case name == "":
+			case isVector(a.Family, arch.Role(r)):
+				l.vec[r] = vec(name)
+			default:
+				l.mat[r] = mat(name)
+			}
+		}
+		l.window = al.Window
+		scaled := 0.0
+		if al.Scaled {
+			scaled = 1
+		}
+		key := [2]float64{al.RopeBase, scaled}
+		idx, ok := ropeOf[key]
+		if !ok {
+			idx = len(m.ropes)
+			ropeOf[key] = idx
+			m.ropes = append(m.ropes, newRope(p, al.RopeBase, al.Scaled, factors))
+		}
+		l.rope = idx
+	}
+	return m, nil
+}
+
+// isVector reports whether role r of family f is a vector.
+func isVector(f *arch.Family, r arch.Role) bool {
+	for _, t := range f.Layer {
+		if t.Role == r {
+			return t.Vector
+		}
+	}
+	return false
+}
+
+// newRope returns the rope of base (<= 0: 10000); scaled applies the
+// model's rope scaling (checked by arch.Resolve) and frequency factors.
+func newRope(p layout.Params, base float64, scaled bool, factors []float32) rope {
 	if base <= 0 {
 		base = 10000
 	}
-	m.thetaScale = float32(math.Pow(float64(base), float64(float32(-2)/float32(p.RopeDim))))
-	m.freqScale = 1
-	m.yarn = noYarn
-
-	mat := func(name string, n, k int) (*cpu.Matrix, error) {
-		x, ok, err := w.Matrix(name)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if !ok {
-			return nil, fmt.Errorf("%s: missing", name)
-		}
-		if err := x.Check(); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if n >= 0 && (x.G.N != n || x.G.K != k) {
-			return nil, fmt.Errorf("%s: shape [%d %d], want [%d %d]", name, x.G.K, x.G.N, k, n)
-		}
-		m.names[x] = name
-		return x, nil
+	b := float32(base)
+	r := rope{freqScale: 1, yarn: noYarn,
+		thetaScale: float32(math.Pow(float64(b), float64(float32(-2)/float32(p.RopeDim))))}
+	if !scaled {
+		return r
 	}
-	optMat := func(name string, n, k int) (*cpu.Matrix, error) {
-		if _, ok, err := w.Matrix(name); err != nil || !ok {
-			return nil, err
-		}
-		return mat(name, n, k)
-	}
-	vec := func(name string, n int, required bool) ([]float32, error) {
-		v, ok, err := w.Vector(name)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if !ok {
-			if required {
-				return nil, fmt.Errorf("%s: missing", name)
-			}
-			return nil, nil
-		}
-		if len(v) != n {
-			return nil, fmt.Errorf("%s: shape [%d], want [%d]", name, len(v), n)
-		}
-		return v, nil
-	}
-
-	var err error
-	if m.embd, err = mat("token_embd.weight", -1, 0); err != nil {
-		return nil, err
-	}
-	m.vocab = m.embd.G.N
-	if p.VocabSize > 0 && p.VocabSize != m.vocab {
-		return nil, fmt.Errorf("token_embd.weight: shape [%d %d], want [%d %d]", m.embd.G.K, m.embd.G.N, m.dim, p.VocabSize)
-	}
-	if m.embd.G.K != m.dim {
-		return nil, fmt.Errorf("token_embd.weight: shape [%d %d], want [%d %d]", m.embd.G.K, m.embd.G.N, m.dim, m.vocab)
-	}
-	if m.outNorm, err = vec("output_norm.weight", m.dim, true); err != nil {
-		return nil, err
-	}
-	if m.output, err = optMat("output.weight", m.vocab, m.dim); err != nil {
-		return nil, err
-	}
-	if m.output == nil {
-		m.output = m.embd // tied embeddings
-	}
-
+	r.factors = factors
 	switch p.RopeScaling {
-	case "", "none":
 	case "linear":
 		if p.RopeFactor > 0 {
-			m.freqScale = float32(1 / p.RopeFactor)
+			r.freqScale = float32(1 / p.RopeFactor)
 		}
-	case "llama3":
 	case "yarn":
-		if p.RopeFactor < 1 {
-			return nil, unsupportedf("rope scaling yarn with factor %g: want 1 or more", p.RopeFactor)
-		}
 		orig := p.RopeOrigCtx
 		if orig <= 0 {
 			orig = p.ContextLength
 		}
-		if orig <= 0 {
-			return nil, unsupportedf("rope scaling yarn without an original context length")
-		}
-		m.freqScale = float32(1 / p.RopeFactor)
-		m.yarn = newYarn(p.RopeDim, orig, base, m.freqScale)
-	default:
-		return nil, unsupportedf("unsupported rope scaling %q", p.RopeScaling)
+		r.freqScale = float32(1 / p.RopeFactor)
+		r.yarn = newYarn(p.RopeDim, orig, b, r.freqScale)
 	}
-	if m.ropeFactors, err = vec("rope_freqs.weight", p.RopeDim/2, false); err != nil {
-		return nil, err
-	}
-	if m.ropeFactors == nil && p.RopeScaling == "llama3" {
-		m.ropeFactors = llama3Factors(p)
-	}
-
-	m.layers = make([]layer, p.Layers)
-	for i := range m.layers {
-		l := &m.layers[i]
-		name := func(s string) string { return fmt.Sprintf("blk.%d.%s", i, s) }
-		if l.attnNorm, err = vec(name("attn_norm.weight"), m.dim, true); err != nil {
-			return nil, err
-		}
-		if l.qkv, err = optMat(fmt.Sprintf(fusedQKV, i), m.qDim+m.kvDim+m.vDim, m.dim); err != nil {
-			return nil, err
-		}
-		if l.qkv == nil {
-			if l.q, err = mat(name("attn_q.weight"), m.qDim, m.dim); err != nil {
-				return nil, err
-			}
-			if l.k, err = mat(name("attn_k.weight"), m.kvDim, m.dim); err != nil {
-				return nil, err
-			}
-			if l.v, err = mat(name("attn_v.weight"), m.vDim, m.dim); err != nil {
-				return nil, err
-			}
-		}
-		if l.bq, err = vec(name("attn_q.bias"), m.qDim, false); err != nil {
-			return nil, err
-		}
-		if l.bk, err = vec(name("attn_k.bias"), m.kvDim, false); err != nil {
-			return nil, err
-		}
-		if l.bv, err = vec(name("attn_v.bias"), m.vDim, false); err != nil {
-			return nil, err
-		}
-		if m.qkNorm {
-			if l.qNorm, err = vec(name("attn_q_norm.weight"), p.HeadDim, true); err != nil {
-				return nil, err
-			}
-			if l.kNorm, err = vec(name("attn_k_norm.weight"), p.HeadDim, true); err != nil {
-				return nil, err
-			}
-		}
-		if l.wo, err = mat(name("attn_output.weight"), m.dim, p.Heads*p.HeadDimV); err != nil {
-			return nil, err
-		}
-		if l.ffnNorm, err = vec(name("ffn_norm.weight"), m.dim, true); err != nil {
-			return nil, err
-		}
-		if l.gateUp, err = optMat(fmt.Sprintf(fusedGateUp, i), 2*p.FeedForward, m.dim); err != nil {
-			return nil, err
-		}
-		if l.gateUp == nil {
-			if l.gate, err = mat(name("ffn_gate.weight"), p.FeedForward, m.dim); err != nil {
-				return nil, err
-			}
-			if l.up, err = mat(name("ffn_up.weight"), p.FeedForward, m.dim); err != nil {
-				return nil, err
-			}
-		}
-		if l.down, err = mat(name("ffn_down.weight"), m.dim, p.FeedForward); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
+	return r
 }
 
 // llama3Factors computes the frequency divisors of Llama 3.1 rope scaling

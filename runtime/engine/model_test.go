@@ -36,8 +36,19 @@ func newSynth(t testing.TB, arch string, seed uint64, columns int) *synth {
 		HeadDim: 12, HeadDimV: 12, RMSEps: 1e-5, RopeDim: 12, RopeBase: 10000, VocabSize: 37,
 		ContextLength: 64,
 	}
-	if arch == "qwen3" {
+	switch arch {
+	case "qwen3":
 		p.HeadDim, p.HeadDimV, p.RopeDim = 16, 16, 16 // head dim != embedding/heads
+	case "gemma3":
+		// head dim != embedding/heads; a window of 3 on layers 0 and 2 (a
+		// pattern of 2), rope base 1e6 on layer 1, 10000 on the others.
+		p.Layers, p.HeadDim, p.HeadDimV, p.RopeDim = 3, 16, 16, 16
+		p.SlidingWindow, p.SlidingPattern, p.RopeBase = 3, 2, 1e6
+	case "gemma2":
+		// a window of 3 on layers 0 and 2, soft caps low enough to bite.
+		p.Layers, p.SlidingWindow, p.AttnSoftcap, p.FinalSoftcap = 3, 3, 1.5, 4
+	case "phi3":
+		p.RopeDim = 8 // partial rotary: 8 of 12
 	}
 	s := &synth{p: p, mats: map[string][][]float64{}, vecs: map[string][]float64{},
 		w: &memWeights{mats: map[string]*cpu.Matrix{}, vecs: map[string][]float32{}}}
@@ -70,10 +81,14 @@ func newSynth(t testing.TB, arch string, seed uint64, columns int) *synth {
 		s.vecs[name], s.w.vecs[name] = v, f
 	}
 	d, qd, kvd := p.Embedding, p.Heads*p.HeadDim, p.HeadsKV*p.HeadDim
-	mat("token_embd.weight", p.VocabSize, d, 1)
+	embScale := 1.0
+	if arch == "gemma3" || arch == "gemma2" {
+		embScale = 0.1 // the engine multiplies by sqrt(dim)
+	}
+	mat("token_embd.weight", p.VocabSize, d, embScale)
 	vec("output_norm.weight", d, 1, 0.1)
-	if arch != "qwen3" {
-		mat("output.weight", p.VocabSize, d, 0.3) // qwen3 here: tied embeddings
+	if arch != "qwen3" && arch != "gemma3" && arch != "gemma2" {
+		mat("output.weight", p.VocabSize, d, 0.3) // qwen3, gemma2, gemma3 here: tied embeddings
 	}
 	for i := 0; i < p.Layers; i++ {
 		n := func(s string) string { return fmt.Sprintf("blk.%d.%s", i, s) }
@@ -86,7 +101,7 @@ func newSynth(t testing.TB, arch string, seed uint64, columns int) *synth {
 			vec(n("attn_k.bias"), kvd, 0, 0.2)
 			vec(n("attn_v.bias"), kvd, 0, 0.2)
 		}
-		if arch == "qwen3" {
+		if arch == "qwen3" || arch == "gemma3" {
 			vec(n("attn_q_norm.weight"), p.HeadDim, 1, 0.2)
 			vec(n("attn_k_norm.weight"), p.HeadDim, 1, 0.2)
 		}
@@ -95,14 +110,47 @@ func newSynth(t testing.TB, arch string, seed uint64, columns int) *synth {
 		mat(n("ffn_gate.weight"), p.FeedForward, d, 0.3)
 		mat(n("ffn_up.weight"), p.FeedForward, d, 0.3)
 		mat(n("ffn_down.weight"), d, p.FeedForward, 0.2)
+		if arch == "gemma3" || arch == "gemma2" {
+			vec(n("post_attention_norm.weight"), d, 1, 0.1)
+			vec(n("post_ffw_norm.weight"), d, 1, 0.1)
+		}
+		if arch == "phi3" { // stored fused, as phi3 files have them
+			s.fuse(n("attn_qkv.weight"), columns, n("attn_q.weight"), n("attn_k.weight"), n("attn_v.weight"))
+			s.fuse(n("ffn_up.weight"), columns, n("ffn_gate.weight"), n("ffn_up.weight"))
+		}
 	}
 	return s
+}
+
+// fuse replaces the matrices parts of the engine's view by their rows
+// concatenated as name (the reference keeps reading the parts).
+func (s *synth) fuse(name string, columns int, parts ...string) {
+	var src []byte
+	n, k := 0, 0
+	for _, pn := range parts {
+		m := s.mats[pn]
+		n, k = n+len(m), len(m[0])
+		for _, row := range m {
+			for _, v := range row {
+				src = binary.LittleEndian.AppendUint32(src, math.Float32bits(float32(v)))
+			}
+		}
+		delete(s.w.mats, pn)
+	}
+	g := planar.Geometry{Type: planar.F32, N: n, K: k, Columns: columns, KTile: k}
+	blob := make([]byte, g.Size())
+	if err := planar.Pack(g, src, blob); err != nil {
+		panic(err)
+	}
+	s.w.mats[name] = &cpu.Matrix{G: g, Blob: blob}
 }
 
 // reference is a plain float64 forward pass of s over tokens (f32 cache
 // semantics, exact activations): the logits at every position. It follows
 // the model definitions directly (HF transformers' LlamaModel,
-// Qwen2Model, Qwen3Model), not the engine's code.
+// Qwen2Model, Qwen3Model, Gemma3TextModel, Phi3Model), not the engine's
+// code; gemma3's GELU is ggml's (the tanh approximation looked up in an
+// f16 table), since the engine matches llama.cpp's CPU backend there.
 func (s *synth) reference(tokens []int32, freqScale float64, factors []float64) [][]float64 {
 	p := s.p
 	d := p.Embedding
@@ -128,10 +176,28 @@ func (s *synth) reference(tokens []int32, freqScale float64, factors []float64) 
 		}
 		return y
 	}
-	rope := func(x []float64, pos int) {
+	gemma := p.Arch == "gemma3" || p.Arch == "gemma2"
+	pattern := map[string]int{"gemma3": p.SlidingPattern, "gemma2": 2}[p.Arch]
+	// windowed reports whether layer l attends to its last SlidingWindow
+	// positions only (gemma: all but the last layer of each pattern).
+	windowed := func(l int) bool { return gemma && l%pattern < pattern-1 }
+	// local reports whether layer l has gemma3's local rope: base 10000,
+	// unscaled (gemma2's windowed layers keep the model's rope).
+	local := func(l int) bool { return p.Arch == "gemma3" && windowed(l) }
+	softcap := func(x, c float64) float64 {
+		if c == 0 {
+			return x
+		}
+		return c * math.Tanh(x/c)
+	}
+	rope := func(x []float64, pos, l int) {
+		base, fs := p.RopeBase, freqScale
+		if local(l) {
+			base, fs = 10000, 1
+		}
 		for i := 0; i < p.RopeDim/2; i++ {
-			theta := float64(pos) * math.Pow(p.RopeBase, -2*float64(i)/float64(p.RopeDim)) * freqScale
-			if factors != nil {
+			theta := float64(pos) * math.Pow(base, -2*float64(i)/float64(p.RopeDim)) * fs
+			if factors != nil && !local(l) {
 				theta /= factors[i]
 			}
 			c, sn := math.Cos(theta), math.Sin(theta)
@@ -148,6 +214,11 @@ func (s *synth) reference(tokens []int32, freqScale float64, factors []float64) 
 	var out [][]float64
 	for pos, tok := range tokens {
 		x := append([]float64{}, s.mats["token_embd.weight"][tok]...)
+		if gemma {
+			for i := range x {
+				x[i] *= math.Sqrt(float64(d))
+			}
+		}
 		for l := 0; l < p.Layers; l++ {
 			n := func(s string) string { return fmt.Sprintf("blk.%d.%s", l, s) }
 			h := norm(x, s.vecs[n("attn_norm.weight")])
@@ -168,14 +239,14 @@ func (s *synth) reference(tokens []int32, freqScale float64, factors []float64) 
 				if w := s.vecs[n("attn_q_norm.weight")]; w != nil {
 					copy(qh, norm(qh, w))
 				}
-				rope(qh, pos)
+				rope(qh, pos, l)
 			}
 			for hh := 0; hh < p.HeadsKV; hh++ {
 				kh := k[hh*hd : (hh+1)*hd]
 				if w := s.vecs[n("attn_k_norm.weight")]; w != nil {
 					copy(kh, norm(kh, w))
 				}
-				rope(kh, pos)
+				rope(kh, pos, l)
 			}
 			cache[l].k = append(cache[l].k, k)
 			cache[l].v = append(cache[l].v, v)
@@ -184,11 +255,19 @@ func (s *synth) reference(tokens []int32, freqScale float64, factors []float64) 
 				g := hh / (p.Heads / p.HeadsKV)
 				sc := make([]float64, pos+1)
 				mx := math.Inf(-1)
+				first := 0
+				if windowed(l) {
+					first = max(0, pos-p.SlidingWindow+1)
+				}
 				for t := range sc {
+					if t < first {
+						sc[t] = math.Inf(-1)
+						continue
+					}
 					for i := 0; i < hd; i++ {
 						sc[t] += q[hh*hd+i] * cache[l].k[t][g*hd+i]
 					}
-					sc[t] /= math.Sqrt(float64(hd))
+					sc[t] = softcap(sc[t]/math.Sqrt(float64(hd)), p.AttnSoftcap)
 					mx = max(mx, sc[t])
 				}
 				var sum float64
@@ -203,6 +282,9 @@ func (s *synth) reference(tokens []int32, freqScale float64, factors []float64) 
 				}
 			}
 			o := matvec(s.mats[n("attn_output.weight")], att)
+			if w := s.vecs[n("post_attention_norm.weight")]; w != nil {
+				o = norm(o, w)
+			}
 			for i := range x {
 				x[i] += o[i]
 			}
@@ -210,9 +292,16 @@ func (s *synth) reference(tokens []int32, freqScale float64, factors []float64) 
 			gt := matvec(s.mats[n("ffn_gate.weight")], h)
 			up := matvec(s.mats[n("ffn_up.weight")], h)
 			for i := range gt {
-				gt[i] = gt[i] / (1 + math.Exp(-gt[i])) * up[i]
+				if gemma {
+					gt[i] = ggmlGELU(gt[i]) * up[i]
+				} else {
+					gt[i] = gt[i] / (1 + math.Exp(-gt[i])) * up[i]
+				}
 			}
 			o = matvec(s.mats[n("ffn_down.weight")], gt)
+			if w := s.vecs[n("post_ffw_norm.weight")]; w != nil {
+				o = norm(o, w)
+			}
 			for i := range x {
 				x[i] += o[i]
 			}
@@ -221,10 +310,29 @@ func (s *synth) reference(tokens []int32, freqScale float64, factors []float64) 
 		if outW == nil {
 			outW = s.mats["token_embd.weight"]
 		}
-		out = append(out, matvec(outW, norm(x, s.vecs["output_norm.weight"])))
+		logits := matvec(outW, norm(x, s.vecs["output_norm.weight"]))
+		for i := range logits {
+			logits[i] = softcap(logits[i], p.FinalSoftcap)
+		}
+		out = append(out, logits)
 	}
 	_ = d
 	return out
+}
+
+// ggmlGELU is GELU with the tanh approximation as ggml's CPU backend looks
+// it up: the input and the result rounded to binary16, 0 at or below -10,
+// x at or above 10.
+func ggmlGELU(x float64) float64 {
+	switch {
+	case x <= -10:
+		return 0
+	case x >= 10:
+		return x
+	}
+	f16 := func(v float64) float64 { return float64(planar.F16ToF32(planar.F32ToF16(float32(v)))) }
+	x = f16(x)
+	return f16(0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*x*(1+0.044715*x*x))))
 }
 
 func compareLogits(t *testing.T, what string, got []float32, want []float64) {
@@ -240,12 +348,13 @@ func compareLogits(t *testing.T, what string, got []float32, want []float64) {
 	}
 }
 
-// TestArchitecturesAgainstReference runs random llama, qwen2 and qwen3
-// models (F32 weights, f32 cache) against the float64 reference, by
+// TestArchitecturesAgainstReference runs random llama, qwen2, qwen3,
+// gemma3 (windows reached by the 11 tokens), gemma2 (windows, attention
+// and final soft caps) and phi3 (fused as stored, partial rotary) models (F32 weights, f32 cache) against the float64 reference, by
 // prefill and by decode, with and without rope scaling.
 func TestArchitecturesAgainstReference(t *testing.T) {
 	tokens := []int32{1, 5, 36, 7, 7, 20, 0, 3, 11, 2, 30}
-	for i, arch := range []string{"llama", "qwen2", "qwen3"} {
+	for i, arch := range []string{"llama", "qwen2", "qwen3", "gemma3", "gemma2", "phi3"} {
 		for _, scaling := range []string{"none", "linear", "freqs"} {
 			t.Run(arch+"/"+scaling, func(t *testing.T) {
 				s := newSynth(t, arch, uint64(i+1), 1+3*i)

@@ -12,9 +12,9 @@ import (
 // ggml/src/ggml-cpu/ops.cpp: ggml_compute_forward_rms_norm_f32,
 // ggml_rope_cache_init, rope_yarn, rotate_pairs, soft_max; vec.cpp:
 // ggml_vec_soft_max_f32, ggml_vec_swiglu_f32), as llama.cpp's x86-64 build
-// computes it. Go has no float32 libm, so cosf, sinf and sqrtf are computed
-// in float64 and rounded, which gives the correctly rounded float32 result
-// (sqrtf exactly so; glibc's cosf and sinf are within an ulp of it). The
+// computes it. Go has no float32 libm: sqrtf is computed in float64 and
+// rounded (exactly sqrtf), cosf and sinf are glibc's algorithm (sincosf.go),
+// bit for bit. The
 // exponentials of softmax and silu are ggml's own two (cpu.SoftmaxExp,
 // cpu.SiluMul: ggml_v_expf on the multiples of 8 of a row, glibc's expf on
 // the rest), and the rotations of rope fuse one product of each line as the
@@ -67,8 +67,8 @@ func ropeCache(cs []float32, pos int, thetaScale, freqScale float32, factors []f
 			mix := (1 - min(1, max(0, r))) * y.ext
 			t = t*(1-mix) + extrap*mix
 		}
-		cs[2*i] = float32(math.Cos(float64(t))) * y.mscale
-		cs[2*i+1] = float32(math.Sin(float64(t))) * y.mscale
+		cs[2*i] = cosf(t) * y.mscale
+		cs[2*i+1] = sinf(t) * y.mscale
 		theta *= thetaScale
 	}
 }

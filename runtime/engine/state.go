@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/xdna-go/xdna/arch"
 	"github.com/xdna-go/xdna/runtime/cpu"
 )
 
@@ -15,10 +16,16 @@ type State struct {
 	batch int // tokens per forward step
 	pos   int // tokens in the cache
 
-	kc   []float32 // [layer][ctx][kvDim] keys, roped (CacheF32)
-	vc   []float32 // [layer][ctx][vDim] values (CacheF32)
-	kc16 []uint16  // [layer][ctx][kvDim] keys as f16 (CacheF16)
-	vc16 []uint16  // [layer][ctx][vDim] values as f16 (CacheF16)
+	// The KV cache holds, for each layer li, ring[li] positions from
+	// position slot base[li]: ctx for a layer that attends to everything,
+	// its window plus a batch for a windowed one (position p in slot
+	// p % ring[li]).
+	kc   []float32 // [layer][ring][kvDim] keys, roped (CacheF32)
+	vc   []float32 // [layer][ring][vDim] values (CacheF32)
+	kc16 []uint16  // [layer][ring][kvDim] keys as f16 (CacheF16)
+	vc16 []uint16  // [layer][ring][vDim] values as f16 (CacheF16)
+	base []int     // [layer] first position slot of the layer
+	ring []int     // [layer] position slots of the layer
 
 	x      []float32 // [batch][dim] residual stream
 	xn     []float32 // [batch][dim] normed input of a block
@@ -29,17 +36,17 @@ type State struct {
 	v      []float32 // [batch][vDim]
 	ao     []float32 // [batch][Heads*HeadDimV] attention output
 	gu     []float32 // [batch][2*ffn] fused gate|up output
-	gate   []float32 // [batch][ffn], then silu(gate)*up
+	gate   []float32 // [batch][ffn], then act(gate)*up
 	up     []float32 // [batch][ffn]
-	cs     []float32 // [batch][RopeDim] cos/sin per token
+	cs     []float32 // [rope][batch][RopeDim] cos/sin per token, per rope of the model
 	scores []float32 // [threads][ctx] attention scratch
 	qh     []float32 // [threads][HeadDim] query rounded to f16 (CacheF16)
 	logits []float32 // [vocab]
 
-	attn  attnTask
-	norm  normTask
-	qkvT  qkvTask
-	siluT siluTask
+	attn attnTask
+	norm normTask
+	qkvT qkvTask
+	gluT gluTask
 }
 
 // DefaultContext caps the context that NewState picks by itself (from the
@@ -80,21 +87,38 @@ func (m *Model) NewState(ctx int) *State {
 		gu:     make([]float32, batch*2*ffn),
 		gate:   make([]float32, batch*ffn),
 		up:     make([]float32, batch*ffn),
-		cs:     make([]float32, batch*p.RopeDim),
+		cs:     make([]float32, len(m.ropes)*batch*p.RopeDim),
 		scores: make([]float32, m.pool.Threads()*ctx),
 		logits: make([]float32, m.vocab),
 	}
+	s.base, s.ring = make([]int, p.Layers), make([]int, p.Layers)
+	slots := 0
+	for li := range m.layers {
+		s.base[li], s.ring[li] = slots, m.ringSize(li, ctx, batch)
+		slots += s.ring[li]
+	}
 	if m.opts.Cache == CacheF16 {
-		s.kc16 = make([]uint16, p.Layers*ctx*m.kvDim)
-		s.vc16 = make([]uint16, p.Layers*ctx*m.vDim)
+		s.kc16 = make([]uint16, slots*m.kvDim)
+		s.vc16 = make([]uint16, slots*m.vDim)
 		s.qh = make([]float32, m.pool.Threads()*p.HeadDim)
 	} else {
-		s.kc = make([]float32, p.Layers*ctx*m.kvDim)
-		s.vc = make([]float32, p.Layers*ctx*m.vDim)
+		s.kc = make([]float32, slots*m.kvDim)
+		s.vc = make([]float32, slots*m.vDim)
 	}
 	s.attn.s = s
 	s.qkvT.s = s
 	return s
+}
+
+// ringSize returns the KV cache positions layer li keeps with a context of
+// ctx and batches of batch tokens: all of them, or for a layer with a
+// window w the w+batch-1 positions the window of a batch's tokens can
+// reach, and one more (so that Truncate can drop a token).
+func (m *Model) ringSize(li, ctx, batch int) int {
+	if w := m.layers[li].window; w > 0 {
+		return min(ctx, w+batch)
+	}
+	return ctx
 }
 
 // Pos returns the number of tokens in the cache: the position of the next
@@ -165,42 +189,56 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 	dim, qd, kvd, vd, ffn := m.dim, m.qDim, m.kvDim, m.vDim, p.FeedForward
 	x, xn, tmp := s.x[:b*dim], s.xn[:b*dim], s.tmp[:b*dim]
 	for i, t := range tokens {
-		cpu.EmbedRow(m.embd, int(t), x[i*dim:(i+1)*dim])
+		row := x[i*dim : (i+1)*dim]
+		cpu.EmbedRow(m.embd, int(t), row)
+		if m.embScale != 1 {
+			scale(row, m.embScale)
+		}
 	}
 	rd := p.RopeDim
-	for i := range tokens {
-		ropeCache(s.cs[i*rd:(i+1)*rd], s.pos+i, m.thetaScale, m.freqScale, m.ropeFactors, m.yarn)
+	for r, ro := range m.ropes {
+		cs := s.cs[r*s.batch*rd:]
+		for i := range tokens {
+			ropeCache(cs[i*rd:(i+1)*rd], s.pos+i, ro.thetaScale, ro.freqScale, ro.factors, ro.yarn)
+		}
 	}
 	for li := range m.layers {
 		l := &m.layers[li]
-		s.rmsNorms(xn, x, l.attnNorm, b)
+		s.rmsNorms(xn, x, l.vec[arch.AttnNorm], b)
 		q, k, v := s.q[:b*qd], s.k[:b*kvd], s.v[:b*vd]
-		s.qkvT.layer, s.qkvT.fused = li, l.qkv != nil
-		if l.qkv != nil {
-			m.matMat(l.qkv, xn, s.qkv[:b*(qd+kvd+vd)], b)
+		qkv := l.mat[arch.QKV]
+		s.qkvT.layer, s.qkvT.fused = li, qkv != nil
+		if qkv != nil {
+			m.matMat(qkv, xn, s.qkv[:b*(qd+kvd+vd)], b)
 		} else {
-			m.matMat(l.q, xn, q, b)
-			m.matMat(l.k, xn, k, b)
-			m.matMat(l.v, xn, v, b)
+			m.matMat(l.mat[arch.Q], xn, q, b)
+			m.matMat(l.mat[arch.K], xn, k, b)
+			m.matMat(l.mat[arch.V], xn, v, b)
 		}
 		m.pool.For(b, perTokenGrain, &s.qkvT)
 		s.attention(li, b)
-		m.matMat(l.wo, s.ao[:b*p.Heads*p.HeadDimV], tmp, b)
+		m.matMat(l.mat[arch.AttnOut], s.ao[:b*p.Heads*p.HeadDimV], tmp, b)
+		if w := l.vec[arch.PostAttnNorm]; w != nil {
+			s.rmsNorms(tmp, tmp, w, b)
+		}
 		add(x, tmp)
 
-		s.rmsNorms(xn, x, l.ffnNorm, b)
+		s.rmsNorms(xn, x, l.vec[arch.FFNNorm], b)
 		gate, up := s.gate[:b*ffn], s.up[:b*ffn]
 		gs, us, stride := gate, up, ffn // where gate and up rows are, and their stride
-		if l.gateUp != nil {
+		if gu := l.mat[arch.GateUp]; gu != nil {
 			gs, us, stride = s.gu[:b*2*ffn], s.gu[ffn:b*2*ffn], 2*ffn
-			m.matMat(l.gateUp, xn, gs, b)
+			m.matMat(gu, xn, gs, b)
 		} else {
-			m.matMat(l.gate, xn, gate, b)
-			m.matMat(l.up, xn, up, b)
+			m.matMat(l.mat[arch.Gate], xn, gate, b)
+			m.matMat(l.mat[arch.Up], xn, up, b)
 		}
-		s.siluT = siluTask{g: gs, u: us, h: gate, stride: stride, n: ffn}
-		m.pool.For(b, perTokenGrain, &s.siluT)
-		m.matMat(l.down, gate, tmp, b)
+		s.gluT = gluTask{g: gs, u: us, h: gate, stride: stride, n: ffn, gelu: m.A.Family.Act == arch.GELUTanhGLU}
+		m.pool.For(b, perTokenGrain, &s.gluT)
+		m.matMat(l.mat[arch.Down], gate, tmp, b)
+		if w := l.vec[arch.PostFFNNorm]; w != nil {
+			s.rmsNorms(tmp, tmp, w, b)
+		}
 		add(x, tmp)
 	}
 	s.pos += b
@@ -209,7 +247,11 @@ func (s *State) forward(tokens []int32, from int, logits []float32) {
 	}
 	n := b - from
 	s.rmsNorms(xn[:n*dim], x[from*dim:b*dim], m.outNorm, n)
-	m.matMat(m.output, xn[:n*dim], logits[:n*m.vocab], n)
+	out := logits[:n*m.vocab]
+	m.matMat(m.output, xn[:n*dim], out, n)
+	if m.finalCap != 0 {
+		softcap(out, m.finalCap)
+	}
 }
 
 // perTokenGrain is the tokens per chunk of the per-token element-wise
@@ -237,22 +279,29 @@ func (t *normTask) Run(_, lo, hi int) {
 	}
 }
 
-// siluTask writes h[i] = silu(g[i]) * u[i] for the rows of n elements of a
-// batch (g and u rows stride apart, h rows n apart).
-type siluTask struct {
+// gluTask writes h[i] = act(g[i]) * u[i] for the rows of n elements of a
+// batch (g and u rows stride apart, h rows n apart), act silu, or gelu
+// (tanh) as ggml computes it (gegluRow).
+type gluTask struct {
 	g, u, h   []float32
 	stride, n int
+	gelu      bool
 }
 
-func (t *siluTask) Run(_, lo, hi int) {
+func (t *gluTask) Run(_, lo, hi int) {
 	for i := lo; i < hi; i++ {
-		cpu.SiluMul(t.h[i*t.n:(i+1)*t.n], t.g[i*t.stride:], t.u[i*t.stride:])
+		if t.gelu {
+			gegluRow(t.h[i*t.n:(i+1)*t.n], t.g[i*t.stride:], t.u[i*t.stride:])
+		} else {
+			cpu.SiluMul(t.h[i*t.n:(i+1)*t.n], t.g[i*t.stride:], t.u[i*t.stride:])
+		}
 	}
 }
 
 // qkvTask takes each token of a batch from the projections to the cache:
-// the split of the fused output, biases, Q/K norms, rope, and the store of
-// K and V at the token's position of layer layer.
+// the split of the fused output, biases, Q/K norms, rope, the query scale
+// (arch.Family.QueryScale), and the store of K and V at the token's
+// position of layer layer.
 type qkvTask struct {
 	s     *State
 	layer int
@@ -273,108 +322,50 @@ func (t *qkvTask) Run(_, lo, hi int) {
 			copy(ki, r[qd:qd+kvd])
 			copy(vi, r[qd+kvd:])
 		}
-		if l.bq != nil {
-			add(qi, l.bq)
+		if b := l.vec[arch.BiasQ]; b != nil {
+			add(qi, b)
 		}
-		if l.bk != nil {
-			add(ki, l.bk)
+		if b := l.vec[arch.BiasK]; b != nil {
+			add(ki, b)
 		}
-		if l.bv != nil {
-			add(vi, l.bv)
+		if b := l.vec[arch.BiasV]; b != nil {
+			add(vi, b)
 		}
-		cs := s.cs[i*rd : (i+1)*rd]
+		cs := s.cs[(l.rope*s.batch+i)*rd : (l.rope*s.batch+i+1)*rd]
+		qNorm, kNorm := l.vec[arch.QNorm], l.vec[arch.KNorm]
 		for h := 0; h < p.Heads; h++ {
 			qh := qi[h*hd : (h+1)*hd]
-			if l.qNorm != nil {
-				rmsNorm(qh, qh, l.qNorm, m.eps)
+			if qNorm != nil {
+				rmsNorm(qh, qh, qNorm, m.eps)
 			}
 			s.rope(qh, cs)
 		}
+		if m.A.Family.QueryScale {
+			scale(qi, m.kqScale)
+		}
 		for h := 0; h < p.HeadsKV; h++ {
 			kh := ki[h*hd : (h+1)*hd]
-			if l.kNorm != nil {
-				rmsNorm(kh, kh, l.kNorm, m.eps)
+			if kNorm != nil {
+				rmsNorm(kh, kh, kNorm, m.eps)
 			}
 			s.rope(kh, cs)
 		}
-		pos := s.pos + i
+		slot := s.base[li] + (s.pos+i)%s.ring[li]
 		if s.kc16 != nil {
-			toF16(s.kc16[(li*s.ctx+pos)*kvd:(li*s.ctx+pos+1)*kvd], ki)
-			toF16(s.vc16[(li*s.ctx+pos)*vd:(li*s.ctx+pos+1)*vd], vi)
+			toF16(s.kc16[slot*kvd:(slot+1)*kvd], ki)
+			toF16(s.vc16[slot*vd:(slot+1)*vd], vi)
 		} else {
-			copy(s.kc[(li*s.ctx+pos)*kvd:(li*s.ctx+pos+1)*kvd], ki)
-			copy(s.vc[(li*s.ctx+pos)*vd:(li*s.ctx+pos+1)*vd], vi)
+			copy(s.kc[slot*kvd:(slot+1)*kvd], ki)
+			copy(s.vc[slot*vd:(slot+1)*vd], vi)
 		}
 	}
 }
 
 func (s *State) rope(x, cs []float32) {
-	if s.m.mode == ropeNeoX {
+	if s.m.A.Family.Rope == arch.RopeNeoX {
 		ropeNeox(x, cs)
 	} else {
 		ropeNorm(x, cs)
-	}
-}
-
-// attention computes s.ao for the b tokens of the batch that starts at
-// s.pos, layer li: for each token and head, softmax(q.K^T * scale) over
-// positions 0..pos (causal), times V; a query head h reads KV head
-// h/(Heads/HeadsKV).
-func (s *State) attention(li, b int) {
-	a := &s.attn
-	a.layer, a.b = li, b
-	n := s.pos + b // positions of the last token
-	grain := max(1, (32<<10)/(n*s.m.P.HeadDim))
-	s.m.pool.For(b*s.m.P.Heads, grain, a)
-}
-
-// attnTask runs attention for (token, head) pairs.
-type attnTask struct {
-	s     *State
-	layer int
-	b     int
-}
-
-// Run computes pairs [lo, hi), pair = token*Heads + head.
-func (a *attnTask) Run(w, lo, hi int) {
-	s := a.s
-	m, p := s.m, s.m.P
-	hd, hdv := p.HeadDim, p.HeadDimV
-	kvd, vd, qd := m.kvDim, m.vDim, m.qDim
-	group := p.Heads / p.HeadsKV
-	for idx := lo; idx < hi; idx++ {
-		i, h := idx/p.Heads, idx%p.Heads
-		n := s.pos + i + 1
-		kh := h / group
-		q := s.q[i*qd+h*hd : i*qd+(h+1)*hd]
-		sc := s.scores[w*s.ctx : w*s.ctx+n]
-		out := s.ao[(i*p.Heads+h)*hdv : (i*p.Heads+h+1)*hdv]
-		clear(out)
-		if s.kc16 != nil {
-			kc := s.kc16[a.layer*s.ctx*kvd : (a.layer+1)*s.ctx*kvd]
-			vc := s.vc16[a.layer*s.ctx*vd : (a.layer+1)*s.ctx*vd]
-			qh := s.qh[w*hd : (w+1)*hd]
-			for j, v := range q {
-				qh[j] = roundF16(v)
-			}
-			for t := range sc {
-				sc[t] = cpu.DotF16(qh, kc[t*kvd+kh*hd:]) * m.kqScale
-			}
-			softmax(sc)
-			for t, pt := range sc {
-				cpu.AxpyF16(roundF16(pt), vc[t*vd+kh*hdv:t*vd+(kh+1)*hdv], out)
-			}
-			continue
-		}
-		kc := s.kc[a.layer*s.ctx*kvd : (a.layer+1)*s.ctx*kvd]
-		vc := s.vc[a.layer*s.ctx*vd : (a.layer+1)*s.ctx*vd]
-		for t := range sc {
-			sc[t] = dot(q, kc[t*kvd+kh*hd:]) * m.kqScale
-		}
-		softmax(sc)
-		for t, pt := range sc {
-			axpy(pt, vc[t*vd+kh*hdv:t*vd+(kh+1)*hdv], out)
-		}
 	}
 }
 
@@ -395,13 +386,26 @@ func (m *Model) matMat(w *cpu.Matrix, x, y []float32, b int) {
 // Truncate drops the positions from n on, so that the next token is at
 // position n (a conversation that keeps the start of its cache). n above
 // Pos() changes nothing.
+//
+// A windowed layer keeps only the positions its window reaches (and a
+// batch), so a cut further back than that cannot keep its start: then the
+// whole cache is dropped (Pos() says where the next token goes).
 func (s *State) Truncate(n int) {
 	if n < 0 {
 		n = 0
 	}
-	if n < s.pos {
-		s.pos = n
+	if n >= s.pos {
+		return
 	}
+	for li, l := range s.m.layers {
+		// The positions still in layer li's slots are pos-ring .. pos-1;
+		// the next token, at n, needs n-window+1 .. n-1.
+		if l.window > 0 && max(0, n-l.window+1) < s.pos-s.ring[li] {
+			n = 0
+			break
+		}
+	}
+	s.pos = n
 }
 
 // StateBytes returns the bytes NewState(ctx) allocates: the KV cache, the
@@ -434,10 +438,14 @@ func (m *Model) StateBytes(ctx int) (int64, error) {
 		}
 		return r
 	}
+	slots := int64(0)
+	for li := range m.layers {
+		slots += int64(m.ringSize(li, ctx, batch))
+	}
 	parts := []int64{
-		mul(int64(p.Layers), int64(ctx), int64(m.kvDim+m.vDim), elem), // K and V
-		mul(threads, int64(ctx), 4),                                   // scores
-		mul(int64(batch), int64(3*m.dim+2*(m.qDim+m.kvDim+m.vDim)+p.Heads*p.HeadDimV+4*p.FeedForward+p.RopeDim), 4),
+		mul(slots, int64(m.kvDim+m.vDim), elem), // K and V
+		mul(threads, int64(ctx), 4),             // scores
+		mul(int64(batch), int64(3*m.dim+2*(m.qDim+m.kvDim+m.vDim)+p.Heads*p.HeadDimV+4*p.FeedForward+len(m.ropes)*p.RopeDim), 4),
 		mul(int64(m.vocab)+qh, 4),
 	}
 	var total int64

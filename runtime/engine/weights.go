@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/xdna-go/xdna/arch"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
@@ -16,13 +17,6 @@ type Weights interface {
 	// Vector returns a 1-D F32 tensor (norm weights, biases) as float32s.
 	Vector(name string) (v []float32, ok bool, err error)
 }
-
-// Names of the fused matrices a packer may write in place of the separate
-// ones: rows of Q, then K, then V; rows of gate, then up.
-const (
-	fusedQKV    = "blk.%d.attn_qkv.weight"
-	fusedGateUp = "blk.%d.ffn_gate_up.weight"
-)
 
 // memWeights holds packed matrices and float vectors in memory.
 type memWeights struct {
@@ -43,9 +37,10 @@ func (w *memWeights) Vector(name string) ([]float32, bool, error) {
 // WeightsFromGGUF reads every tensor of g from its file and packs it in
 // memory: each 2-D tensor (more dimensions are flattened to rows) with
 // planar.Pack into the given number of column groups, one K-tile spanning K;
-// each 1-D tensor as float32s. With fuse, the Q, K and V matrices of a
-// layer are concatenated row-wise into blk.N.attn_qkv.weight, and gate and
-// up into blk.N.ffn_gate_up.weight, where the parts share type and K.
+// each 1-D tensor as float32s. With fuse, the parts of each fusion of the
+// model's family (arch.Family.Fusions: Q, K and V into blk.N.attn_qkv.weight,
+// gate and up into blk.N.ffn_gate_up.weight) are concatenated row-wise
+// where they share type and K.
 func WeightsFromGGUF(g *layout.GGUF, columns int, fuse bool) (Weights, error) {
 	f, err := os.Open(g.Path)
 	if err != nil {
@@ -97,23 +92,26 @@ func WeightsFromGGUF(g *layout.GGUF, columns int, fuse bool) (Weights, error) {
 		w.mats[name] = m
 		return nil
 	}
-	if fuse {
-		for i := 0; ; i++ {
-			q, okq := g.Tensor(fmt.Sprintf("blk.%d.attn_q.weight", i))
-			gate, okg := g.Tensor(fmt.Sprintf("blk.%d.ffn_gate.weight", i))
-			if !okq && !okg {
-				break
-			}
-			k, okk := g.Tensor(fmt.Sprintf("blk.%d.attn_k.weight", i))
-			v, okv := g.Tensor(fmt.Sprintf("blk.%d.attn_v.weight", i))
-			if okq && okk && okv && fusable(q, k, v) {
-				if err := packRows(fmt.Sprintf(fusedQKV, i), q, k, v); err != nil {
-					return nil, err
+	var fusions []arch.Fusion
+	if name, _ := g.String("general.architecture"); fuse {
+		if f, err := arch.Lookup(name); err == nil {
+			fusions = f.Fusions()
+		}
+	}
+	for i := 0; len(fusions) > 0; i++ {
+		prefix := fmt.Sprintf("blk.%d.", i)
+		if _, ok := g.Tensor(prefix + "attn_norm.weight"); !ok {
+			break
+		}
+		for _, fu := range fusions {
+			var parts []*layout.Tensor
+			for _, pn := range fu.Parts {
+				if t, ok := g.Tensor(prefix + pn); ok {
+					parts = append(parts, t)
 				}
 			}
-			up, oku := g.Tensor(fmt.Sprintf("blk.%d.ffn_up.weight", i))
-			if okg && oku && fusable(gate, up) {
-				if err := packRows(fmt.Sprintf(fusedGateUp, i), gate, up); err != nil {
+			if len(parts) == len(fu.Parts) && fusable(parts...) {
+				if err := packRows(prefix+fu.Name, parts...); err != nil {
 					return nil, err
 				}
 			}

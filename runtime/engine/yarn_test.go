@@ -52,8 +52,8 @@ func ggmlRopeCacheInit(thetaBase, freqScale float32, freqFactors []float32, corr
 }
 
 func logf(x float32) float32 { return float32(math.Log(float64(x))) }
-func cosf(x float32) float32 { return float32(math.Cos(float64(x))) }
-func sinf(x float32) float32 { return float32(math.Sin(float64(x))) }
+
+// cosf and sinf are glibc's, as ggml calls them (sincosf.go).
 
 // TestYarnAgainstLlamaCpp compares the engine's rope cache with the
 // transliteration above for the long-context settings of Qwen2.5 and Qwen3

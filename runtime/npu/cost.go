@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdna-go/xdna/arch"
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/runtime/npu/design"
@@ -296,11 +297,12 @@ func (p *Prediction) Against(s Stats, tokens int) string {
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
-// ExecOrder returns entries sorted in the order a Llama-family decode step
-// runs their matmuls: the embedding, then per layer (numerically) the
-// attention projections (q, k, v or the fused qkv), attn_output, the FFN
-// gate/up (or fused gate_up) and ffn_down, then the output head. Other
-// names keep their place by name within their layer.
+// ExecOrder returns entries sorted in the order a decode step runs their
+// matmuls: the embedding, then per layer (numerically) by the step its
+// family's descriptor gives each tensor (arch.Rank: the attention
+// projections, q, k, v or the fused qkv; attn_output; the FFN gate/up, or
+// the fused gate_up, or phi3's ffn_up; ffn_down), then the output head.
+// Other names keep their place by name after their layer's known ones.
 func ExecOrder(entries []layout.TensorEntry) []layout.TensorEntry {
 	s := slices.Clone(entries)
 	slices.SortStableFunc(s, func(a, b layout.TensorEntry) int {
@@ -326,17 +328,8 @@ func execKey(name string) (layer, rank int) {
 	if err != nil {
 		return -1, 0
 	}
-	ranks := []struct {
-		prefix string
-		rank   int
-	}{
-		{"attn_norm", 0}, {"attn_qkv", 1}, {"attn_q", 1}, {"attn_k", 1}, {"attn_v", 1},
-		{"attn_output", 2}, {"ffn_norm", 3}, {"ffn_gate", 4}, {"ffn_up", 4}, {"ffn_down", 5},
+	if step, ok := arch.Rank(role); ok {
+		return n, step
 	}
-	for _, r := range ranks {
-		if strings.HasPrefix(role, r.prefix) {
-			return n, r.rank
-		}
-	}
-	return n, 6
+	return n, arch.MaxStep + 1
 }
