@@ -96,7 +96,9 @@ func TestPackRefusesWhatCannotRun(t *testing.T) {
 		want string
 	}{
 		{"gpt2", rename("gpt2"), nil, `unsupported architecture "gpt2"`},
-		{"phi3", rename("phi3"), nil, `unsupported architecture "phi3"`},
+		{"falcon", rename("falcon"), nil, `unsupported architecture "falcon"`},
+		// phi3 runs, from its own tensors: a llama's ffn_up lacks the gate half.
+		{"phi3-llama-tensors", rename("phi3"), nil, "blk.0.ffn_up.weight: shape [64 172], want [64 344]"},
 		{"su-rope", setKV("llama.rope.scaling.type", "su"), nil, `unsupported rope scaling "su"`},
 		{"missing-tensor", nil, func(n string) bool { return n == "blk.3.ffn_down.weight" }, "blk.3.ffn_down.weight: missing"},
 		{"no-heads", setKV("llama.attention.head_count", nil), nil, "unsupported hyperparameters"},
