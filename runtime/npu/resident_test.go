@@ -44,6 +44,22 @@ func newResidentModel(t *testing.T) *residentModel {
 	return rm
 }
 
+// backend makes a Backend on dev with the model's four matrices on one
+// slot, the test's ring and a pin budget.
+func (rm *residentModel) backend(t *testing.T, dev npu.Device, budget int64, warn *bytes.Buffer) *npu.Backend {
+	t.Helper()
+	var entries []layout.TensorEntry
+	for i, m := range rm.ms {
+		entries = append(entries, entry(rm.names[i], m, "npu", "s"))
+	}
+	be, err := npu.NewBackend(dev, entries, []npu.Slot{slotFor(t, "s", rm.ms[0].G, 8)}, nil,
+		npu.Options{RingSize: resRing, Resident: budget, Warn: warn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be
+}
+
 // decode runs steps decode steps through be and returns every output.
 func (rm *residentModel) decode(be *npu.Backend, rng *rand.Rand, steps int) []float32 {
 	var all []float32
@@ -79,16 +95,8 @@ func TestResidentWeights(t *testing.T) {
 	var ref []float32
 	for _, c := range cases {
 		dev := emu.New(emu.XDNA2())
-		var entries []layout.TensorEntry
-		for i, m := range rm.ms {
-			entries = append(entries, entry(rm.names[i], m, "npu", "s"))
-		}
 		var warn bytes.Buffer
-		be, err := npu.NewBackend(dev, entries, []npu.Slot{slotFor(t, "s", rm.ms[0].G, 8)}, nil,
-			npu.Options{RingSize: resRing, Resident: c.budget, Warn: &warn})
-		if err != nil {
-			t.Fatal(err)
-		}
+		be := rm.backend(t, dev, c.budget, &warn)
 		// Two steps learn the call order (the prefetch follows it), then
 		// three are counted.
 		const warm, steps = 2, 5
@@ -165,16 +173,8 @@ func TestResidentRefused(t *testing.T) {
 	cfg.MaxAllocated = 2*resRing + 2*npu.DefaultIOSize + 4*8192 + rm.staged[0] + rm.staged[1]/2
 	dev := emu.New(cfg)
 	defer dev.Close()
-	var entries []layout.TensorEntry
-	for i, m := range rm.ms {
-		entries = append(entries, entry(rm.names[i], m, "npu", "s"))
-	}
 	var warn bytes.Buffer
-	be, err := npu.NewBackend(dev, entries, []npu.Slot{slotFor(t, "s", rm.ms[0].G, 8)}, nil,
-		npu.Options{RingSize: resRing, Resident: 1 << 30, Warn: &warn})
-	if err != nil {
-		t.Fatal(err)
-	}
+	be := rm.backend(t, dev, 1<<30, &warn)
 	defer be.Close()
 	rm.decode(be, rand.New(rand.NewPCG(5, 6)), 2)
 	st := be.Stats()
@@ -190,16 +190,8 @@ func TestResidentFault(t *testing.T) {
 	dev := emu.New(emu.XDNA2())
 	defer dev.Close()
 	dev.InjectFault(5, emu.FaultError)
-	var entries []layout.TensorEntry
-	for i, m := range rm.ms {
-		entries = append(entries, entry(rm.names[i], m, "npu", "s"))
-	}
 	var warn bytes.Buffer
-	be, err := npu.NewBackend(dev, entries, []npu.Slot{slotFor(t, "s", rm.ms[0].G, 8)}, nil,
-		npu.Options{RingSize: resRing, Resident: 1 << 30, Warn: &warn})
-	if err != nil {
-		t.Fatal(err)
-	}
+	be := rm.backend(t, dev, 1<<30, &warn)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 3 {
 		for i, m := range rm.ms {
