@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,11 +19,12 @@ import (
 )
 
 type doctorOptions struct {
-	model   string // a package whose needs are checked too ("" for none)
-	catalog string // the slot catalog whose xclbins are looked for (default: the built-in one)
-	json    bool
-	host    *probe.Host // the machine (nil: this one); tests pass a fake
-	stdout  io.Writer
+	model    string // a package whose needs are checked too ("" for none)
+	catalog  string // the slot catalog whose xclbins are looked for (default: the built-in one)
+	resident string // --npu-resident: the pin budget whose memory is checked with the ring's
+	json     bool
+	host     *probe.Host // the machine (nil: this one); tests pass a fake
+	stdout   io.Writer
 }
 
 // errDoctor is the doctor's exit status 1: a needed precondition failed.
@@ -55,6 +57,7 @@ check the NPU path needs fails (xdnarun still runs on the CPU).`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the checks as JSON")
+	cmd.Flags().StringVar(&o.resident, "npu-resident", "0", "the pin budget you will run with (0, a size such as 2G, or auto): the memlock check counts it with the ring")
 	cmd.Flags().StringVar(&o.catalog, "catalog", "", "kernel slot catalog whose xclbins are looked for (default: the built-in manifest.toml, paths relative to the current directory)")
 	return cmd
 }
@@ -67,6 +70,14 @@ func runDoctor(ctx context.Context, o *doctorOptions) error {
 	do := probe.DoctorOptions{
 		Pinned:   2 * npu.DefaultRingSize,
 		PinnedBy: fmt.Sprintf("the staging ring, 2 x %d MiB", npu.DefaultRingSize>>20),
+	}
+	budget, _, err := device.ParseResident(cmp.Or(o.resident, "0"), device.ReadLimits())
+	if err != nil {
+		return err
+	}
+	if budget > 0 {
+		do.Pinned += budget
+		do.PinnedBy += fmt.Sprintf(", and the resident budget, %d MiB", budget>>20)
 	}
 	if withXRT() {
 		do.XRT = func() (string, error) {

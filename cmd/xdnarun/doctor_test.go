@@ -152,3 +152,21 @@ func TestDoctorHere(t *testing.T) {
 		t.Errorf("no NPU, exit status 0")
 	}
 }
+
+// TestDoctorResidentBudget: the memlock check counts the resident budget
+// the user names with the ring's 128 MiB.
+func TestDoctorResidentBudget(t *testing.T) {
+	h, err := amdxdnatest.NewHost(t.TempDir(), amdxdnatest.HostConfig{Device: amdxdnatest.XDNA2(), Break: amdxdnatest.BreakMemlock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := doctorRun(t, &doctorOptions{host: h, resident: "2G"})
+	l := checkLine(out, "memlock limit")
+	if !strings.Contains(l, "pins 2176 MiB") || !strings.Contains(l, "resident budget, 2048 MiB") {
+		t.Errorf("memlock line %q: want the ring and the 2 GiB budget counted", l)
+	}
+	var out2 bytes.Buffer
+	if err := runDoctor(context.Background(), &doctorOptions{host: h, resident: "lots", stdout: &out2}); err == nil || !strings.Contains(err.Error(), "--npu-resident") {
+		t.Errorf("--npu-resident lots: %v", err)
+	}
+}
