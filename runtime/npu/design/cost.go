@@ -8,9 +8,12 @@ import (
 
 // cyclesPerBlock is the estimated cycles of the GEMV kernel for one block
 // of the format's elements over one vector of rows (the target's lanes),
-// from the operation counts of kernels/common/gemv.hpp (loads, shuffles,
-// macs and the rescale, overlapped in the VLIW slots: kernels/README.md's
-// table). Estimates, not measurements: nothing has run on an AIE.
+// from the operation counts of the kernels as first written (loads,
+// shuffles, macs and the rescale, overlapped in the VLIW slots). The
+// kernels now run one accumulator chain with rolled loops
+// (kernels/README.md), which may cost more cycles; these figures are not
+// re-derived for them. Estimates, not measurements: nothing has run on an
+// AIE.
 var cyclesPerBlock = map[planar.Type]int{
 	planar.Q4_0: 60, planar.Q8_0: 55, planar.Q5_0: 120,
 	planar.Q4_K: 300, planar.Q5_K: 600, planar.Q6_K: 400,

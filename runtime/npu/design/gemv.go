@@ -37,7 +37,7 @@ const Depth = 2
 // stackBytes is each core's stack. Peano's default is 1 KiB and an overflow
 // silently corrupts the buffer above it (npu-contract.md 6: QVAC needed
 // 3 KiB, XNPU's 4-accumulator kernel a 0x4C0 frame); the bound per kernel
-// is kernels/README.md's, and the stack leaves it a margin.
+// is gemv.BudgetOf's (TestBudget checks it fits), and the stack leaves it a margin.
 var stackBytes = map[planar.Type]int{
 	planar.Q4_0: 4096, planar.Q5_0: 4096, planar.Q8_0: 4096,
 	planar.Q4_K: 4096, planar.Q5_K: 4096, planar.Q6_K: 4096,
