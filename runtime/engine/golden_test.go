@@ -50,7 +50,10 @@ const (
 // with flash attention (llama.cpp 0253fb21; the fixtures' README says it
 // was off, but only flash attention's arithmetic, f16 value accumulation
 // and an online softmax, reproduces their logits: phi3 to 2e-6, where the
-// plain attention is 0.07 away). Their f16-cache runs use
+// plain attention is 0.07 away). llama.cpp 0253fb21 itself, built for
+// AVX-512 and run with -fa on, reproduces rand-gemma3-q8_0's first-step
+// logits to the last printed digit (17035: 16.3208809, 24601: 15.4004765);
+// with -fa off it gives 16.3045 and 15.2484. Their f16-cache runs use
 // Options.FlashAttn.
 var flashAttnGoldens = map[string]bool{"rand-gemma3-q8_0": true, "rand-phi3-q8_0": true}
 

@@ -120,12 +120,17 @@ func ropeNorm(x, cs []float32) {
 }
 
 // ropeNeox rotates the pairs (x[i], x[i+n/2]) of one head, n = len(cs)
-// rotated dimensions (GPT-NeoX mode: qwen2, qwen3), with the arithmetic of
-// ropeNorm.
+// rotated dimensions (GPT-NeoX mode: qwen2, qwen3, gemma, phi3). The same
+// rotate_pairs source, instantiated for this mode, comes out of gcc with the
+// second line fused the other way round: fma(x0, s, x1*c) (llama.cpp
+// 0253fb21's AVX-512 build, compared bit for bit with llama-eval-callback's
+// Qcur on rand-gemma3-q8_0; rotate's fma(x1, c, x0*s) is an ulp or more
+// away in about one output of eight).
 func ropeNeox(x, cs []float32) {
 	h := len(cs) / 2
 	for i := 0; i < h; i++ {
-		x[i], x[i+h] = rotate(x[i], x[i+h], cs[2*i], cs[2*i+1])
+		x0, x1, c, s := x[i], x[i+h], cs[2*i], cs[2*i+1]
+		x[i], x[i+h] = cpu.Fmaf(x0, c, -(x1*s)), cpu.Fmaf(x0, s, x1*c)
 	}
 }
 
