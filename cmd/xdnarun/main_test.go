@@ -136,6 +136,18 @@ const (
 // plain attention is 0.07 away).
 var flashAttnGoldens = map[string]bool{"rand-gemma3-q8_0": true, "rand-phi3-q8_0": true}
 
+// goldenTol is the first-step logit bound of a golden: logitTol, except for
+// the random-weight models that amplify a last-bit difference about tenfold
+// a layer (runtime/engine's amplifyingGoldens says why rand-gemma3-q8_0 is
+// 0.092 from llama.cpp with our Q8_0 kernels' summation order, and
+// TestGemma3GoldenGGMLQ8Lanes matches it to 1e-4 with ggml's).
+func goldenTol(model string) float64 {
+	if model == "rand-gemma3-q8_0" {
+		return 0.10
+	}
+	return logitTol
+}
+
 // goldenDevices are the devices and targets TestGoldens runs every golden
 // on; a -tags sim build adds the simulated AIE kernels (sim_test.go).
 var goldenDevices = []struct{ name, target string }{{"cpu", "xdna2"}, {"emu", "xdna1"}, {"emu", "xdna2"}, {"npu", "xdna1"}, {"npu", "xdna2"}}
@@ -181,13 +193,13 @@ func TestGoldens(t *testing.T) {
 				if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 					t.Fatalf("%v: %s", err, stdout)
 				}
-				checkGolden(t, &g, &got)
+				checkGolden(t, &g, &got, goldenTol(model))
 			})
 		}
 	}
 }
 
-func checkGolden(t *testing.T, want, got *golden) {
+func checkGolden(t *testing.T, want, got *golden, tol float64) {
 	t.Helper()
 	if fmt.Sprint(want.PromptTokens) != fmt.Sprint(got.PromptTokens) {
 		t.Fatalf("prompt tokens %v, llama.cpp %v", got.PromptTokens, want.PromptTokens)
@@ -212,12 +224,12 @@ func checkGolden(t *testing.T, want, got *golden) {
 				found = true
 			}
 		}
-		if !found && p[1] > got.Steps[0].Top[len(got.Steps[0].Top)-1][1]+logitTol {
+		if !found && p[1] > got.Steps[0].Top[len(got.Steps[0].Top)-1][1]+tol {
 			t.Errorf("llama.cpp's top token %d (%.4f) missing from ours", int(p[0]), p[1])
 		}
 	}
-	if maxErr > logitTol {
-		t.Errorf("first-step top-8 logits differ by %.4f > %.2f", maxErr, logitTol)
+	if maxErr > tol {
+		t.Errorf("first-step top-8 logits differ by %.4f > %.2f", maxErr, tol)
 	}
 	matched := 0
 	for i, ws := range want.Steps {
