@@ -92,4 +92,7 @@ func TestMemlockBelowRing(t *testing.T) {
 	if strings.Count(stderr, "memlock limit") != 1 || !strings.Contains(stderr, "memlock limit (ulimit -l) is 4096 KiB") || !strings.Contains(stderr, "runs on the CPU") {
 		t.Errorf("stderr %q: want one line naming the 4096 KiB memlock limit, how to raise it, and the CPU", stderr)
 	}
+	if !strings.Contains(stderr, "device npu (0 of ") {
+		t.Errorf("stderr %q: the summary should say no matmul ran on the npu", stderr)
+	}
 }

@@ -238,6 +238,10 @@ func runGenerate(ctx context.Context, path string, o *genOptions) error {
 	if ctx.Err() != nil {
 		return cli.Err(ctx)
 	}
+	if l.backend != nil {
+		st := l.backend.Stats()
+		res.npuCalls, res.cpuCalls = st.NPUCalls, st.CPUCalls
+	}
 	res.report(o.stderr, o.threads)
 	return nil
 }
@@ -272,6 +276,9 @@ type result struct {
 	prefill      time.Duration
 	decode       time.Duration
 	device       string
+	// npuCalls and cpuCalls count the matmul calls of an NPU device's
+	// backend (both 0 on the CPU device).
+	npuCalls, cpuCalls int64
 }
 
 func (r *result) report(w io.Writer, threads int) {
@@ -280,7 +287,11 @@ func (r *result) report(w io.Writer, threads int) {
 	if len(r.Steps) > 1 {
 		fmt.Fprintf(w, " in %.1f ms (%.1f tok/s)", ms(r.decode), float64(len(r.Steps)-1)/r.decode.Seconds())
 	}
-	fmt.Fprintf(w, "; device %s, %d threads\n", r.device, threads)
+	dev := r.device
+	if r.npuCalls+r.cpuCalls > 0 {
+		dev = fmt.Sprintf("%s (%d of %d matmul calls on it)", r.device, r.npuCalls, r.npuCalls+r.cpuCalls)
+	}
+	fmt.Fprintf(w, "; device %s, %d threads\n", dev, threads)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
