@@ -70,7 +70,7 @@ var flashAttnGoldens = map[string]bool{"rand-gemma3-q8_0": true, "rand-phi3-q8_0
 // and matches the golden to 1e-4 and all 16 tokens: the model is right,
 // the kernels' summation order differs.
 var amplifyingGoldens = map[string]struct {
-	tol       float64
+	tol      float64
 	f32Step0 bool
 }{"rand-gemma3-q8_0": {0.10, true}}
 
