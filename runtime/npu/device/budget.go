@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/xdna-go/xdna/runtime/npu"
 )
 
@@ -21,6 +19,7 @@ const AutoShare = 0.5
 // unlimited.
 type Limits struct {
 	MemAvailable int64 // /proc/meminfo MemAvailable
+	SwapFree     int64 // /proc/meminfo SwapFree
 	Cgroup       int64 // the cgroup's memory.max less memory.current
 	Memlock      int64 // RLIMIT_MEMLOCK's soft limit (0: unlimited)
 }
@@ -31,11 +30,17 @@ func ReadLimits() Limits {
 	if f, err := os.Open("/proc/meminfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-				n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-				if err == nil {
-					l.MemAvailable = n * 1024
-				}
+			k, v, ok := strings.Cut(sc.Text(), ":")
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			switch {
+			case err != nil:
+			case k == "MemAvailable":
+				l.MemAvailable = n * 1024
+			case k == "SwapFree":
+				l.SwapFree = n * 1024
 			}
 		}
 		f.Close()
@@ -49,11 +54,22 @@ func ReadLimits() Limits {
 			l.Cgroup = m - c
 		}
 	}
-	var r unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_MEMLOCK, &r) == nil && r.Cur != unix.RLIM_INFINITY {
-		l.Memlock = int64(min(r.Cur, 1<<62))
-	}
+	l.Memlock = npu.Memlock()
 	return l
+}
+
+// Allocatable is the memory this process can still allocate under l and
+// where the figure comes from: the smaller of MemAvailable plus SwapFree
+// and the cgroup's remaining limit; 0 when neither is known.
+func (l Limits) Allocatable() (int64, string) {
+	avail, src := int64(0), ""
+	if l.MemAvailable > 0 {
+		avail, src = l.MemAvailable+l.SwapFree, "the machine (MemAvailable + SwapFree)"
+	}
+	if l.Cgroup > 0 && (avail == 0 || l.Cgroup < avail) {
+		avail, src = l.Cgroup, "the cgroup (memory.max - memory.current)"
+	}
+	return avail, src
 }
 
 // Pinnable is the memory that can be pinned under l and which limit binds

@@ -52,3 +52,22 @@ func TestParseResident(t *testing.T) {
 		t.Errorf("auto with no limits read: %d %q", got, note)
 	}
 }
+
+func TestAllocatable(t *testing.T) {
+	for _, c := range []struct {
+		l    Limits
+		want int64
+		src  string
+	}{
+		{Limits{MemAvailable: 8 << 30, SwapFree: 1 << 30}, 9 << 30, "MemAvailable + SwapFree"},
+		{Limits{MemAvailable: 8 << 30, Cgroup: 2 << 30}, 2 << 30, "cgroup"},
+		{Limits{MemAvailable: 1 << 30, Cgroup: 2 << 30}, 1 << 30, "MemAvailable"},
+		{Limits{Cgroup: 2 << 30}, 2 << 30, "cgroup"},
+		{Limits{Memlock: 8 << 20}, 0, ""},
+	} {
+		got, src := c.l.Allocatable()
+		if got != c.want || !strings.Contains(src, c.src) {
+			t.Errorf("%+v: %d %q, want %d from %q", c.l, got, src, c.want, c.src)
+		}
+	}
+}
