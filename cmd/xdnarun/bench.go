@@ -220,15 +220,12 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 		}
 		stats := l.backend.Stats()
 		p := npu.PredictResident(m.Tensors, tgt, res.StreamGBs, npu.DefaultRingSize, stats.ResidentBytes)
-		s0 := npu.Predict(m.Tensors, tgt, res.StreamGBs)
 		figures := "catalog defaults"
-		if c, path, err := readCalibration(m.Package.Target, l.device); err != nil {
+		c, path, err := readCalibration(m.Package.Target, l.device)
+		if err != nil {
 			fmt.Fprintf(stderr, "xdnarun: %v; using the catalog's figures\n", err)
 		} else if c != nil {
 			if p, err = npu.PredictCalibratedResident(m.Tensors, tgt, res.StreamGBs, c, stats.ResidentBytes); err != nil {
-				return err
-			}
-			if s0, err = npu.PredictCalibrated(m.Tensors, tgt, res.StreamGBs, c); err != nil {
 				return err
 			}
 			figures = "calibrated: " + path
@@ -239,7 +236,13 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 		res.Stats = &pt
 		res.PinnedPeak = stats.PinnedPeak
 		res.ResidentBytes, res.ResidentMatrices = stats.ResidentBytes, stats.ResidentMats
-		if stats.ResidentBytes > 0 {
+		if stats.ResidentBytes > 0 { // the same figures with nothing resident
+			s0 := npu.Predict(m.Tensors, tgt, res.StreamGBs)
+			if c != nil {
+				if s0, err = npu.PredictCalibrated(m.Tensors, tgt, res.StreamGBs, c); err != nil {
+					return err
+				}
+			}
 			res.PredictedStreaming = s0.TokensPerSecond()
 		}
 		fmt.Fprintf(stderr, "cost model (%s, %s): %s\n%s\npinned host memory, peak: %.1f MiB (resident weights %.1f MiB in %d matrices)\n",
