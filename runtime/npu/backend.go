@@ -172,8 +172,6 @@ type Backend struct {
 	pfErr    error
 	pfBytes  int64
 
-	residentBytes int64 // resident buffers pinned now
-
 	faulted bool
 	stats   Stats
 	closed  bool

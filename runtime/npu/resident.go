@@ -37,7 +37,7 @@ func (b *Backend) makeResident(mt *mat) bool {
 	for _, ch := range mt.chunks {
 		need += int64(ch.Bytes)
 	}
-	if b.residentBytes+need > b.opt.Resident {
+	if b.stats.ResidentBytes+need > b.opt.Resident {
 		return false
 	}
 	res := make([]resBuf, 0, len(mt.chunks))
@@ -68,11 +68,10 @@ func (b *Backend) makeResident(mt *mat) bool {
 	// Progress for large budgets: a line each time another progressStep
 	// has been filled (the fill happens at each matrix's first call, so
 	// during the first token).
-	if b.residentBytes/progressStep != (b.residentBytes+need)/progressStep {
-		fmt.Fprintf(b.warn, "npu: resident weights: %d MiB filled (budget %d MiB)\n", (b.residentBytes+need)>>20, b.opt.Resident>>20)
+	if b.stats.ResidentBytes/progressStep != (b.stats.ResidentBytes+need)/progressStep {
+		fmt.Fprintf(b.warn, "npu: resident weights: %d MiB filled (budget %d MiB)\n", (b.stats.ResidentBytes+need)>>20, b.opt.Resident>>20)
 	}
-	b.residentBytes += need
-	b.stats.ResidentBytes = b.residentBytes
+	b.stats.ResidentBytes += need
 	b.stats.ResidentMats++
 	return true
 }
@@ -88,11 +87,10 @@ func (b *Backend) residentRefused(name string, err error) {
 func (b *Backend) dropResident(mt *mat) {
 	for _, r := range mt.res {
 		b.free(r.bo, r.size)
-		b.residentBytes -= int64(r.size)
+		b.stats.ResidentBytes -= int64(r.size)
 	}
 	if mt.res != nil {
 		b.stats.ResidentMats--
 	}
 	mt.res = nil
-	b.stats.ResidentBytes = b.residentBytes
 }
