@@ -99,33 +99,11 @@ func (m *Model) Call(col, row int, name string, args []Value) error {
 		return fmt.Errorf("gemv: core (%d,%d) called %s before %s set its rounding and saturation modes", col, row, name, FnInit)
 	}
 	R := m.Piece.Rows
-	var w, rec, acc, out []byte
-	var t, first int32
-	switch name {
-	case FnAcc:
-		if len(args) != 5 {
-			return fmt.Errorf("gemv: %s takes 5 arguments, got %d", name, len(args))
-		}
-		w, rec, acc, t, first = args[0].Buf, args[1].Buf, args[2].Buf, args[3].Int, args[4].Int
-	case FnOut:
-		if len(args) != 6 {
-			return fmt.Errorf("gemv: %s takes 6 arguments, got %d", name, len(args))
-		}
-		w, rec, acc, out, t, first = args[0].Buf, args[1].Buf, args[2].Buf, args[3].Buf, args[4].Int, args[5].Int
-		if len(out) != 4*R {
-			return fmt.Errorf("gemv: %s: output buffer of %d bytes, want %d", name, len(out), 4*R)
-		}
-	default:
-		return fmt.Errorf("gemv: no kernel function %q", name)
+	c, err := m.Piece.Args(m.Record, name, args)
+	if err != nil {
+		return fmt.Errorf("gemv: %w", err)
 	}
-	switch {
-	case len(w) != m.Piece.Bytes:
-		return fmt.Errorf("gemv: %s: weight buffer of %d bytes, a piece is %d", name, len(w), m.Piece.Bytes)
-	case len(rec) != m.Record.Stride:
-		return fmt.Errorf("gemv: %s: record buffer of %d bytes, a record is %d", name, len(rec), m.Record.Stride)
-	case len(acc)%(4*R) != 0 || t < 0 || int(t) >= len(acc)/(4*R):
-		return fmt.Errorf("gemv: %s: token %d of accumulators of %d bytes (%d rows a token)", name, t, len(acc), R)
-	}
+	w, rec, acc, out, t, first := c.W, c.Rec, c.Acc, c.Out, c.T, c.First
 	in := acc[4*R*int(t) : 4*R*(int(t)+1)]
 	dst := in
 	if name == FnOut {
@@ -142,6 +120,47 @@ func (m *Model) Call(col, row int, name string, args []Value) error {
 		binary.LittleEndian.PutUint32(dst[4*r:], math.Float32bits(v))
 	}
 	return nil
+}
+
+// Call is the decoded arguments of FnAcc or FnOut (Out nil for FnAcc).
+type Call struct {
+	W, Rec, Acc, Out []byte
+	T, First         int32
+}
+
+// Args decodes the arguments of FnAcc or FnOut for pieces of layout p and
+// records of layout rec, checking their count, every buffer's size and
+// that T is a token of the accumulators: what a kernel must know before
+// it touches the buffers (a wrong size would read or write past them).
+func (p *Piece) Args(rec Record, name string, args []Value) (Call, error) {
+	R := p.Rows
+	var c Call
+	switch name {
+	case FnAcc:
+		if len(args) != 5 {
+			return c, fmt.Errorf("%s takes 5 arguments, got %d", name, len(args))
+		}
+		c = Call{W: args[0].Buf, Rec: args[1].Buf, Acc: args[2].Buf, T: args[3].Int, First: args[4].Int}
+	case FnOut:
+		if len(args) != 6 {
+			return c, fmt.Errorf("%s takes 6 arguments, got %d", name, len(args))
+		}
+		c = Call{W: args[0].Buf, Rec: args[1].Buf, Acc: args[2].Buf, Out: args[3].Buf, T: args[4].Int, First: args[5].Int}
+		if len(c.Out) != 4*R {
+			return c, fmt.Errorf("%s: output buffer of %d bytes, want %d", name, len(c.Out), 4*R)
+		}
+	default:
+		return c, fmt.Errorf("no kernel function %q", name)
+	}
+	switch {
+	case len(c.W) != p.Bytes:
+		return c, fmt.Errorf("%s: weight buffer of %d bytes, a piece is %d", name, len(c.W), p.Bytes)
+	case len(c.Rec) != rec.Stride:
+		return c, fmt.Errorf("%s: record buffer of %d bytes, a record is %d", name, len(c.Rec), rec.Stride)
+	case len(c.Acc)%(4*R) != 0 || c.T < 0 || int(c.T) >= len(c.Acc)/(4*R):
+		return c, fmt.Errorf("%s: token %d of accumulators of %d bytes (%d rows a token)", name, c.T, len(c.Acc), R)
+	}
+	return c, nil
 }
 
 // row gathers row r of every plane of piece w into buf and points pl at it.

@@ -71,41 +71,27 @@ func New(name string, typ planar.Type, t, rows int) (*Kernel, error) {
 func (k *Kernel) Call(col, row int, name string, args []gemv.Value) error {
 	R := k.Piece.Rows
 	fn := fnInit
-	var w, rec, acc, out []byte
-	var t, first int32
+	var c gemv.Call
 	switch name {
 	case gemv.FnInit:
 		if len(args) != 0 {
 			return fmt.Errorf("sim: %s takes no arguments, got %d", name, len(args))
 		}
-	case gemv.FnAcc:
-		if len(args) != 5 {
-			return fmt.Errorf("sim: %s takes 5 arguments, got %d", name, len(args))
+	default:
+		var err error
+		if c, err = k.Piece.Args(k.Record, name, args); err != nil {
+			return fmt.Errorf("sim: %w", err)
 		}
 		fn = fnAcc
-		w, rec, acc, t, first = args[0].Buf, args[1].Buf, args[2].Buf, args[3].Int, args[4].Int
-	case gemv.FnOut:
-		if len(args) != 6 {
-			return fmt.Errorf("sim: %s takes 6 arguments, got %d", name, len(args))
+		if name == gemv.FnOut {
+			fn = fnOut
 		}
-		fn = fnOut
-		w, rec, acc, out, t, first = args[0].Buf, args[1].Buf, args[2].Buf, args[3].Buf, args[4].Int, args[5].Int
-		if len(out) != 4*R {
-			return fmt.Errorf("sim: %s: output buffer of %d bytes, want %d", name, len(out), 4*R)
-		}
-	default:
-		return fmt.Errorf("sim: no kernel function %q", name)
-	}
-	if fn != fnInit {
-		switch {
-		case len(w) != k.Piece.Bytes:
-			return fmt.Errorf("sim: %s: weight buffer of %d bytes, a piece is %d", name, len(w), k.Piece.Bytes)
-		case len(rec) != k.Record.Stride:
-			return fmt.Errorf("sim: %s: record buffer of %d bytes, a record is %d", name, len(rec), k.Record.Stride)
-		case len(acc) != 4*R*design.MaxTokens || t < 0 || int(t) >= design.MaxTokens:
-			return fmt.Errorf("sim: %s: token %d of accumulators of %d bytes, want %d tokens of %d rows", name, t, len(acc), design.MaxTokens, R)
+		// The compiled kernels index the accumulators of all MaxTokens.
+		if len(c.Acc) != 4*R*design.MaxTokens {
+			return fmt.Errorf("sim: %s: accumulators of %d bytes, want %d tokens of %d rows", name, len(c.Acc), design.MaxTokens, R)
 		}
 	}
+	w, rec, acc, out, t, first := c.W, c.Rec, c.Acc, c.Out, c.T, c.First
 	k.mu.Lock()
 	m := k.modes[[2]int{col, row}]
 	if m == nil {
