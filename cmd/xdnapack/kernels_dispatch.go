@@ -162,7 +162,7 @@ func stageDispatch(d *design.Design, rows, k, tokens int, seed uint64) (*testDis
 		colRows = append(colRows, n)
 	}
 	p := &testDispatch{g: g, h: d.NewHeader(g.Tiles(), tokens, colRows)}
-	rec, pb := d.RecordBytes(), d.PieceBytes()
+	rec := d.RecordBytes()
 	gv := txn.GEMV{Gen: txn.Gen(d.Target.Gen), Map: d.Shim, Header: txn.Range{Bytes: rec},
 		Records: txn.Range{Off: rec, Bytes: rec * g.Tiles() * tokens}, Replays: p.h.Blocks}
 	y := make([]float32, tokens*g.N)
@@ -170,15 +170,9 @@ func stageDispatch(d *design.Design, rows, k, tokens int, seed uint64) (*testDis
 	for c, n := range colRows {
 		first, _ := g.GroupRows(c)
 		start, outStart := len(p.bo0), len(p.want)
+		p.bo0 = append(p.bo0, make([]byte, g.Tiles()*npu.StagedTileBytes(d, n))...)
+		npu.StageChunk(d, g, blob, npu.Chunk{Group0: c, Groups: 1, Tiles: g.Tiles()}, p.bo0[start:])
 		for b := 0; b < d.Blocks(n); b++ {
-			for tl := 0; tl < g.Tiles(); tl++ {
-				for core := 0; core < d.Cores(); core++ {
-					r0 := b*d.BlockRows() + core*d.Rows
-					piece := make([]byte, pb)
-					d.Piece.Pack(piece, g, blob, c, tl, r0, max(0, min(d.Rows, n-r0)))
-					p.bo0 = append(p.bo0, piece...)
-				}
-			}
 			for t := 0; t < tokens; t++ {
 				for i := 0; i < d.BlockRows(); i++ {
 					v := float32(0)
@@ -193,15 +187,7 @@ func stageDispatch(d *design.Design, rows, k, tokens int, seed uint64) (*testDis
 		gv.Outs = append(gv.Outs, txn.Range{Off: outStart, Bytes: len(p.want) - outStart})
 	}
 	p.bo1 = make([]byte, rec*(1+g.Tiles()*tokens))
-	p.h.Put(p.bo1[:rec])
-	o := rec
-	for tl := 0; tl < g.Tiles(); tl++ {
-		for t := 0; t < tokens; t++ {
-			k0 := t*g.K + tl*g.KTile
-			npu.PutActs(g.Type, x[k0:k0+g.KTile], 1, g.KTile, p.bo1[o:o+rec])
-			o += rec
-		}
-	}
+	npu.PutRecords(d, g, p.h, x, 0, g.Tiles(), tokens, p.bo1)
 	w, _, err := gv.Build()
 	if err != nil {
 		return nil, err

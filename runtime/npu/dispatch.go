@@ -83,19 +83,25 @@ func (b *Backend) header(mt *mat, dp *ioDispatch) design.Header {
 }
 
 // putActs writes dispatch dp's header object and activation records into
-// bo1 (x is the token group's activations): per K-tile, per token, one
-// record, the order the cores take them in each row block.
+// bo1 (x is the token group's activations).
 func (b *Backend) putActs(mt *mat, dp *ioDispatch, x []float32) {
-	g := mt.m.G
 	ch := mt.chunks[dp.ci]
-	h := b.header(mt, dp)
-	rec := mt.d.RecordBytes()
-	h.Put(b.act.host[dp.hdr : dp.hdr+rec])
-	o := dp.hdr + rec
-	for i := 0; i < ch.Tiles; i++ {
-		k0 := (ch.Tile0 + i) * g.KTile
-		for t := dp.s0; t < dp.s0+dp.ts; t++ {
-			PutActs(g.Type, x[t*g.K+k0:t*g.K+k0+g.KTile], 1, g.KTile, b.act.host[o:o+rec])
+	PutRecords(mt.d, mt.m.G, b.header(mt, dp), x[dp.s0*mt.m.G.K:], ch.Tile0, ch.Tiles, dp.ts, b.act.host[dp.hdr:])
+}
+
+// PutRecords writes a dispatch's activation objects into dst as design d
+// takes them for a matrix of geometry g: the header object h, then per
+// K-tile of [tile0, tile0+tiles), per token of x ([tokens][K]), one record,
+// the order the cores take them in each row block. dst holds
+// (1 + tiles*tokens) records.
+func PutRecords(d *design.Design, g planar.Geometry, h design.Header, x []float32, tile0, tiles, tokens int, dst []byte) {
+	rec := d.RecordBytes()
+	h.Put(dst[:rec])
+	o := rec
+	for i := 0; i < tiles; i++ {
+		k0 := (tile0 + i) * g.KTile
+		for t := 0; t < tokens; t++ {
+			PutActs(g.Type, x[t*g.K+k0:t*g.K+k0+g.KTile], 1, g.KTile, dst[o:o+rec])
 			o += rec
 		}
 	}

@@ -4,7 +4,7 @@ import "fmt"
 
 // Resident weights: within a pin budget (Options.Resident), a matrix's
 // chunks get buffers of their own, filled once from the blob in the layout
-// the design consumes (stageChunk) and synced once; its dispatches then read
+// the design consumes (StageChunk) and synced once; its dispatches then read
 // them where they are, with no host copy per call. Everything else streams
 // through the ring.
 //
@@ -54,7 +54,7 @@ func (b *Backend) makeResident(mt *mat) bool {
 			return false
 		}
 		res = append(res, resBuf{bo, ch.Bytes})
-		stageChunk(mt.d, mt.m.G, mt.m.Blob, ch, host)
+		StageChunk(mt.d, mt.m.G, mt.m.Blob, ch, host)
 		if err := b.dev.Sync(bo, ToDevice, 0, ch.Bytes); err != nil {
 			undo()
 			b.residentRefused(mt.name, fmt.Errorf("sync: %w", err))

@@ -122,7 +122,7 @@ func (b *Backend) stage(mt *mat, ci int, async bool) (int, error) {
 	r.owner, r.chunk, r.ahead = mt, ci, async
 	ch := mt.chunks[ci]
 	fill := func() error {
-		stageChunk(mt.d, mt.m.G, mt.m.Blob, ch, r.host)
+		StageChunk(mt.d, mt.m.G, mt.m.Blob, ch, r.host)
 		return b.dev.Sync(r.bo, ToDevice, 0, ch.Bytes)
 	}
 	b.stats.WeightBytes += int64(ch.Bytes)
@@ -146,13 +146,13 @@ func (b *Backend) stage(mt *mat, ci int, async bool) (int, error) {
 	return i, nil
 }
 
-// stageChunk copies chunk ch of the planar blob into dst as design d's
+// StageChunk copies chunk ch of the planar blob into dst as design d's
 // weight runs: the chunk's groups back to back, each as d says a column's
 // run is (for each row block, each K-tile, each core: its piece in the
 // core layout, zero rows past the group's end). This is the one place the
 // weights change layout on their way to the cores (gemv.Piece.Pack); the
-// DMAs of the design move the pieces as they are.
-func stageChunk(d *design.Design, g planar.Geometry, blob []byte, ch Chunk, dst []byte) {
+// DMAs of the design move the pieces as they are. dst holds ch.Bytes.
+func StageChunk(d *design.Design, g planar.Geometry, blob []byte, ch Chunk, dst []byte) {
 	pb, R, br := d.PieceBytes(), d.Rows, d.BlockRows()
 	off := 0
 	for c := ch.Group0; c < ch.Group0+ch.Groups; c++ {

@@ -59,21 +59,13 @@ func hostDispatch(d *design.Design, g planar.Geometry, blob []byte, x []float32,
 		rows = append(rows, n)
 	}
 	p := &dispatch{h: d.NewHeader(g.Tiles(), tokens, rows)}
-	rec, pb := d.RecordBytes(), d.PieceBytes()
+	rec := d.RecordBytes()
 	p.gv = txn.GEMV{Gen: txn.Gen(d.Target.Gen), Map: d.Shim, Header: txn.Range{Bytes: rec},
 		Records: txn.Range{Off: rec, Bytes: rec * g.Tiles() * tokens}, Replays: p.h.Blocks}
 	for c := range rows {
 		start := len(p.w)
-		for b := 0; b < d.Blocks(rows[c]); b++ {
-			for tl := 0; tl < g.Tiles(); tl++ {
-				for k := 0; k < d.Cores(); k++ {
-					r0 := b*d.BlockRows() + k*d.Rows
-					piece := make([]byte, pb)
-					d.Piece.Pack(piece, g, blob, c, tl, r0, max(0, min(d.Rows, rows[c]-r0)))
-					p.w = append(p.w, piece...)
-				}
-			}
-		}
+		p.w = append(p.w, make([]byte, g.Tiles()*npu.StagedTileBytes(d, rows[c]))...)
+		npu.StageChunk(d, g, blob, npu.Chunk{Group0: c, Groups: 1, Tiles: g.Tiles()}, p.w[start:])
 		n := 4 * d.Blocks(rows[c]) * tokens * d.BlockRows()
 		p.gv.Weights = append(p.gv.Weights, txn.Range{Off: start, Bytes: len(p.w) - start})
 		p.gv.Outs = append(p.gv.Outs, txn.Range{Off: p.outLen, Bytes: n})
@@ -81,15 +73,7 @@ func hostDispatch(d *design.Design, g planar.Geometry, blob []byte, x []float32,
 		p.outLen += n
 	}
 	p.act = make([]byte, rec*(1+g.Tiles()*tokens))
-	p.h.Put(p.act[:rec])
-	o := rec
-	for tl := 0; tl < g.Tiles(); tl++ {
-		for t := 0; t < tokens; t++ {
-			k0 := t*g.K + tl*g.KTile
-			npu.PutActs(g.Type, x[k0:k0+g.KTile], 1, g.KTile, p.act[o:o+rec])
-			o += rec
-		}
-	}
+	npu.PutRecords(d, g, p.h, x, 0, g.Tiles(), tokens, p.act)
 	return p
 }
 
