@@ -135,7 +135,10 @@ func MatMat(m *Matrix, x, y []float32, b int, pool *Pool) {
 	j.k = active.Load()
 	pool.scratch.prepare(j.k, g.Type, x, b, g.K)
 	j.vec = j.k != nil && vecOK(g)
-	if j.vec {
+	if j.vec && gemmOK(j.k, g, b) {
+		j.gemm = true
+		j.gemmPrepare(pool)
+	} else if j.vec {
 		gs := 1
 		if b > 1 {
 			gs = 4
@@ -180,6 +183,10 @@ func MatMat(m *Matrix, x, y []float32, b int, pool *Pool) {
 		r := g.RowsPerGroup()
 		grain = (grain + r - 1) / r * r
 	}
+	if j.gemm {
+		// Whole panels: a chunk of 64 rows is two.
+		grain = 2 * gemmRows
+	}
 	pool.run(g.N, grain, j)
 	j.m, j.s, j.x, j.y = nil, nil, nil, nil
 }
@@ -201,11 +208,16 @@ type mmJob struct {
 	k             *kernels
 	vec           bool
 	tbv, rbv, tcv int
+	gemm          bool // the GEMM runs this call (gemm.go)
 	lay           blobLayout
 }
 
 // Run computes rows [lo, hi) of y for every token, on worker w.
 func (j *mmJob) Run(w, lo, hi int) {
+	if j.gemm {
+		j.gemmRun(w, lo, hi)
+		return
+	}
 	if j.vec {
 		if j.b == 1 {
 			j.vecRows(lo, hi)

@@ -45,6 +45,8 @@ type scratch struct {
 	vs  []int32
 	vp  []int8      // one token's codes in permute64 order, for rotate4Permuted
 	vo  [][]float32 // per worker: [rows][tokens] outputs of the token kernels
+	gd  []int32     // the GEMM's scales and offset sums (gemmPrepare)
+	gp  []gemmPanel // per worker: the GEMM's panel
 }
 
 func grow[T any](s []T, n int) []T {

@@ -67,6 +67,11 @@ type kernels struct {
 
 	quantQ8_0 func(x *float32, q *int8, d *float32, s *int32, nb int)
 	permute64 func(dst, src *int8, n, dstride int)
+
+	// The prefill GEMM (gemm.go), nil in a set without it.
+	gemmI8       func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks int)
+	gemmPackQ4_0 func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)
+	gemmPackQ8_0 func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)
 }
 
 // avx2Kernels is the AVX2 set (kernels_amd64.s).
@@ -91,6 +96,7 @@ var avx512Kernels = &kernels{
 	q4_0Toks: q4_0ToksAVX512, q5_0Toks: q5_0ToksAVX512, q8_0Toks: q8_0ToksAVX512,
 	q4_KToks: q4_KToksAVX512, q5_KToks: q5_KToksAVX512, q6_KToks: q6_KToksAVX512,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
+	gemmI8: gemmI8AVX512, gemmPackQ4_0: gemmPackQ4_0AVX512, gemmPackQ8_0: gemmPackQ8_0AVX512,
 }
 
 // levels returns the kernel sets this CPU and build run, best first; the

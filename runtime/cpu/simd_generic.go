@@ -111,3 +111,15 @@ func q5_KRowsAVX512(codes, high, sm, dm *byte, cstride, hstride, mstride, dstrid
 func q5_KToksAVX512(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
 	noAsm()
 }
+
+func gemmI8AVX512(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks int) {
+	noAsm()
+}
+
+func gemmPackQ4_0AVX512(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int) {
+	noAsm()
+}
+
+func gemmPackQ8_0AVX512(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int) {
+	noAsm()
+}

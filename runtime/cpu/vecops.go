@@ -1,6 +1,7 @@
 package cpu
 
 //go:generate go run -C _generate/vec . -out ../../vec_amd64.s -stubs ../../vec_amd64.go -pkg cpu
+//go:generate go run -C _generate/gemm . -out ../../gemm_amd64.s -stubs ../../gemm_amd64.go -pkg cpu
 
 // The element-wise operations of the forward pass that are not matrix
 // products: attention over an f16 KV cache (DotF16, AxpyF16), the FFN's

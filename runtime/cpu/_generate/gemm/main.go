@@ -1,0 +1,386 @@
+// Command gemm writes the AVX-512 prefill GEMM of package cpu with avo:
+//
+//	cd runtime/cpu && go generate
+//
+// runs `go run . -out ../../gemm_amd64.s -stubs ../../gemm_amd64.go -pkg cpu`
+// here. It shares the avo module of _generate; the generated files are
+// committed.
+//
+// The GEMM multiplies a block of 16 or 32 rows of Q4_0 or Q8_0 weights by
+// one to six tokens of Q8_0 activations, the lanes of every vector being
+// sixteen rows. Per call, gemmPack* first lays the rows out for it (the
+// "packed panel", built in a per-worker buffer and read from L2 by every
+// pass of tokens; nothing is stored beside the file):
+//
+//	w  [block][kquad 8][group 2][row 16][4]uint8   element 4*kquad+e of the block
+//	sc [block][group 2][row 16]float32             the row's scale of the block
+//
+// The codes become unsigned bytes (Q4_0: the code 0..15; Q8_0: the code
+// XOR 0x80, that is code+128), so that one VPDPBUSD with the token's four
+// activation bytes of a kquad broadcast to every lane adds the four products
+// of sixteen rows at once, and no horizontal sum is ever needed. The
+// offset is taken off in the integer sum: the accumulator starts at
+// -8*sum(a) (Q4_0) or -128*sum(a) (Q8_0), the token's code sum of the
+// block times the offset, so the int32 at the end of the block is exactly
+// the block's dot product of the scalar kernel (|sum| < 2^31).
+//
+// Then, as the scalar kernels of kernels.go do for each row and token:
+//
+//	acc = 0; for each block of the K-tile: acc += float32(v) * (dw * da)
+//	tile 0: y = acc; later tiles: y += acc
+//
+// the same float32 operations in the same order, sixteen rows per vector:
+// the results are bit-identical to MatVec's.
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+func main() {
+	ConstraintExpr("!noasm,gc")
+	constants()
+	gemm("gemmI8AVX512")
+	pack("gemmPackQ4_0AVX512", false)
+	pack("gemmPackQ8_0AVX512", true)
+	Generate()
+}
+
+const maxT = 6 // tokens per pass
+
+var (
+	c0Fx4, c80x4 Mem
+	idxLo, idxHi Mem // VPERMT2D: kquads 0,1 (2,3) of eight rows from two 4-row vectors
+)
+
+func table(name string, b []byte) Mem {
+	m := GLOBL(name, RODATA|NOPTR)
+	for i := 0; i < len(b); i += 8 {
+		DATA(i, U64(binary.LittleEndian.Uint64(b[i:])))
+	}
+	return m
+}
+
+func constants() {
+	c0Fx4 = table("gemmC0F", []byte{0x0f, 0x0f, 0x0f, 0x0f, 0, 0, 0, 0})
+	c80x4 = table("gemmC80", []byte{0x80, 0x80, 0x80, 0x80, 0, 0, 0, 0})
+	// Two vectors A (rows 0..3) and B (rows 4..7), lane L of each holding
+	// row L's kquads 0..3 as dwords. Dword m of the result: kquad
+	// base+m/8 of row m%8, that is dword 4(m%8)+kq of A, or 16+4(m%8-4)+kq
+	// of B.
+	idx := func(base int) []byte {
+		b := make([]byte, 64)
+		for m := 0; m < 16; m++ {
+			kq, r := base+m/8, m%8
+			v := 4*r + kq
+			if r >= 4 {
+				v = 16 + 4*(r-4) + kq
+			}
+			binary.LittleEndian.PutUint32(b[4*m:], uint32(v))
+		}
+		return b
+	}
+	idxLo = table("gemmIdxLo", idx(0))
+	idxHi = table("gemmIdxHi", idx(2))
+}
+
+// vpdpbusdB emits VPDPBUSD with a broadcast dword source: each dword of
+// acc gets the four products of u's unsigned bytes by the dword at m's
+// signed bytes added.
+func vpdpbusdB(m Mem, u, acc Register) {
+	Instruction(&ir.Instruction{
+		Opcode:   "VPDPBUSD.BCST",
+		Operands: []Op{m, u, acc},
+		Inputs:   []Op{m, u, acc},
+		Outputs:  []Op{acc},
+		ISA:      []string{"AVX512_VNNI"},
+	})
+}
+
+// gemm writes gemmI8AVX512: rows (16 or 32) rows of a packed panel times
+// toks (1..6) tokens.
+func gemm(name string) {
+	TEXT(name, NOSPLIT, "func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks int)")
+	Doc(name+" multiplies a packed panel (w, sc: gemmPack*) of rows rows (16 or 32)",
+		"by toks tokens (1 to 6) of Q8_0 activations: token t's codes at",
+		"a+t*astride, its scale and offset sum of block i at gd[12i+2t] and",
+		"gd[12i+2t+1] (float32 bits, int32); nb blocks, np per K-tile. Token t's",
+		"outputs go to o+t*ostride bytes, with exactly the arithmetic of the",
+		"scalar kernels (see _generate/gemm):",
+		"",
+		"\tfor tile: acc = 0; for block of tile: acc += float32(v) * (sc * d); o = acc (tile 0) or o += acc",
+	)
+	Pragma("noescape")
+	for r := 1; r <= 2; r++ {
+		for t := 1; t <= maxT; t++ {
+			lbl := fmt.Sprintf("%s_r%dt%d", name, r, t)
+			CMPQ(Load(Param("rows"), GP64()), U8(16*r))
+			JNE(LabelRef(lbl + "_no"))
+			CMPQ(Load(Param("toks"), GP64()), U8(t))
+			JNE(LabelRef(lbl + "_no"))
+			variant(lbl, r, t)
+			RET()
+			Label(lbl + "_no")
+		}
+	}
+	RET()
+}
+
+func variant(lbl string, R, T int) {
+	pw := Load(Param("w"), GP64())
+	ps := Load(Param("sc"), GP64())
+	pa := Load(Param("a"), GP64())
+	as := Load(Param("astride"), GP64())
+	pg := Load(Param("gd"), GP64())
+	pa3 := GP64()
+	LEAQ(Mem{Base: pa, Index: as, Scale: 2}, pa3)
+	ADDQ(as, pa3)
+	nb := Load(Param("nb"), GP64())
+	first := GP64()
+	MOVQ(U32(1), first)
+	tokA := func(t, disp int) Mem {
+		switch t {
+		case 0:
+			return Mem{Base: pa, Disp: disp}
+		case 1, 2:
+			return Mem{Base: pa, Index: as, Scale: uint8(t), Disp: disp}
+		case 3:
+			return Mem{Base: pa3, Disp: disp}
+		}
+		return Mem{Base: pa3, Index: as, Scale: uint8(t - 3), Disp: disp}
+	}
+	var I, F [2][maxT]VecVirtual
+	for r := 0; r < R; r++ {
+		for t := 0; t < T; t++ {
+			I[r][t], F[r][t] = ZMM(), ZMM()
+		}
+	}
+	Label(lbl + "_tile")
+	for r := 0; r < R; r++ {
+		for t := 0; t < T; t++ {
+			VPXORD(F[r][t], F[r][t], F[r][t])
+		}
+	}
+	cnt := Load(Param("np"), GP64())
+	Label(lbl + "_blk")
+	for r := 0; r < R; r++ {
+		for t := 0; t < T; t++ {
+			VPBROADCASTD(Mem{Base: pg, Disp: 8*t + 4}, I[r][t])
+		}
+	}
+	for q := 0; q < 8; q++ {
+		var W [2]VecVirtual
+		for r := 0; r < R; r++ {
+			W[r] = ZMM()
+			VMOVDQU32(Mem{Base: pw, Disp: 128*q + 64*r}, W[r])
+		}
+		for t := 0; t < T; t++ {
+			for r := 0; r < R; r++ {
+				vpdpbusdB(tokA(t, 4*q), W[r], I[r][t])
+			}
+		}
+	}
+	for r := 0; r < R; r++ {
+		dw := ZMM()
+		VMOVUPS(Mem{Base: ps, Disp: 64 * r}, dw)
+		for t := 0; t < T; t++ {
+			s := ZMM()
+			VMULPS_BCST(Mem{Base: pg, Disp: 8 * t}, dw, s) // dw * da
+			VCVTDQ2PS(I[r][t], I[r][t])
+			VMULPS(s, I[r][t], I[r][t])       // float32(v) * (dw * da)
+			VADDPS(I[r][t], F[r][t], F[r][t]) // acc += ...
+		}
+	}
+	ADDQ(U32(1024), pw)
+	ADDQ(U32(128), ps)
+	ADDQ(U8(32), pa)
+	ADDQ(U8(32), pa3)
+	ADDQ(U8(48), pg)
+	DECQ(cnt)
+	JNZ(LabelRef(lbl + "_blk"))
+
+	// The tile's sums: stored at tile 0, added after.
+	po := Load(Param("o"), GP64())
+	os := Load(Param("ostride"), GP64())
+	po3 := GP64()
+	LEAQ(Mem{Base: po, Index: os, Scale: 2}, po3)
+	ADDQ(os, po3)
+	tokO := func(t, disp int) Mem {
+		switch t {
+		case 0:
+			return Mem{Base: po, Disp: disp}
+		case 1, 2:
+			return Mem{Base: po, Index: os, Scale: uint8(t), Disp: disp}
+		case 3:
+			return Mem{Base: po3, Disp: disp}
+		}
+		return Mem{Base: po3, Index: os, Scale: uint8(t - 3), Disp: disp}
+	}
+	CMPQ(first, U8(0))
+	JE(LabelRef(lbl + "_add"))
+	for r := 0; r < R; r++ {
+		for t := 0; t < T; t++ {
+			VMOVUPS(F[r][t], tokO(t, 64*r))
+		}
+	}
+	XORQ(first, first)
+	JMP(LabelRef(lbl + "_next"))
+	Label(lbl + "_add")
+	for r := 0; r < R; r++ {
+		for t := 0; t < T; t++ {
+			VADDPS(tokO(t, 64*r), F[r][t], F[r][t]) // y += acc
+			VMOVUPS(F[r][t], tokO(t, 64*r))
+		}
+	}
+	Label(lbl + "_next")
+	SUBQ(Load(Param("np"), GP64()), nb)
+	JNZ(LabelRef(lbl + "_tile"))
+	VZEROUPPER()
+}
+
+// pack writes gemmPack*: one group of sixteen rows of a panel.
+func pack(name string, q8 bool) {
+	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)")
+	Doc(name+" lays out sixteen rows of tiles K-tiles (np blocks each) for",
+		"gemmI8AVX512: row r's codes and f16 scales of tile t at codes and scales",
+		"+ r*cstride (sstride) + t*tstride; block i of the panel at w+1024i and",
+		"sc+128i bytes (the caller adds 64 bytes to both for the second group",
+		"of a 32-row panel). See _generate/gemm for the layout.")
+	Pragma("noescape")
+	pc := Load(Param("codes"), GP64())
+	pss := Load(Param("scales"), GP64())
+	cs := Load(Param("cstride"), GP64())
+	ss := Load(Param("sstride"), GP64())
+	pw := Load(Param("w"), GP64())
+	psc := Load(Param("sc"), GP64())
+	tiles := Load(Param("tiles"), GP64())
+	mask := ZMM()
+	if q8 {
+		VPBROADCASTD(c80x4, mask)
+	} else {
+		VPBROADCASTD(c0Fx4, mask)
+	}
+	il, ih := ZMM(), ZMM()
+	VMOVDQU32(idxLo, il)
+	VMOVDQU32(idxHi, ih)
+	cs3, ss3 := GP64(), GP64()
+	LEAQ(Mem{Base: cs, Index: cs, Scale: 2}, cs3)
+	LEAQ(Mem{Base: ss, Index: ss, Scale: 2}, ss3)
+
+	Label(name + "_tile")
+	c, s := GP64(), GP64() // this block's row 0
+	MOVQ(pc, c)
+	MOVQ(pss, s)
+	cnt := Load(Param("np"), GP64())
+	Label(name + "_blk")
+	// U[h][set]: lane L = row 4*set+L, dword j = kquad 4h+j.
+	var U [2][4]VecVirtual
+	rb := GP64()
+	MOVQ(c, rb)
+	for set := 0; set < 4; set++ {
+		rowM := func(L, disp int) Mem {
+			switch L {
+			case 0:
+				return Mem{Base: rb, Disp: disp}
+			case 3:
+				return Mem{Base: rb, Index: cs3, Scale: 1, Disp: disp}
+			}
+			return Mem{Base: rb, Index: cs, Scale: uint8(L), Disp: disp}
+		}
+		if q8 {
+			for h := 0; h < 2; h++ {
+				x := ZMM()
+				VMOVDQU(rowM(0, 16*h), x.AsX())
+				for L := 1; L < 4; L++ {
+					VINSERTI32X4(U8(L), rowM(L, 16*h), x, x)
+				}
+				VPXORD(mask, x, x)
+				U[h][set] = x
+			}
+		} else {
+			x := ZMM()
+			VMOVDQU(rowM(0, 0), x.AsX())
+			for L := 1; L < 4; L++ {
+				VINSERTI32X4(U8(L), rowM(L, 0), x, x)
+			}
+			hi := ZMM()
+			VPSRLW(U8(4), x, hi)
+			VPANDD(mask, hi, hi)
+			VPANDD(mask, x, x)
+			U[0][set], U[1][set] = ZMM(), ZMM()
+			VPUNPCKLBW(hi, x, U[0][set]) // lo0 hi0 lo1 hi1 ...: elements 0..15
+			VPUNPCKHBW(hi, x, U[1][set]) // elements 16..31
+		}
+		if set < 3 {
+			LEAQ(Mem{Base: rb, Index: cs, Scale: 4}, rb)
+		}
+	}
+	for h := 0; h < 2; h++ {
+		var P, Q [2]VecVirtual
+		for p := 0; p < 2; p++ {
+			P[p], Q[p] = ZMM(), ZMM()
+			VMOVDQA64(U[h][2*p], P[p])
+			VPERMT2D(U[h][2*p+1], il, P[p])
+			VMOVDQA64(U[h][2*p], Q[p])
+			VPERMT2D(U[h][2*p+1], ih, Q[p])
+		}
+		for k, v := range [][2]VecVirtual{P, Q} {
+			for j, imm := range []uint8{0x44, 0xee} {
+				out := ZMM()
+				VSHUFI64X2(U8(imm), v[1], v[0], out)
+				VMOVDQU32(out, Mem{Base: pw, Disp: 128 * (4*h + 2*k + j)})
+			}
+		}
+	}
+	// The sixteen f16 scales of the block.
+	lo, hi := XMM(), XMM()
+	sb := GP64()
+	MOVQ(s, sb)
+	for r := 0; r < 16; r++ {
+		x := lo
+		if r >= 8 {
+			x = hi
+		}
+		var m Mem
+		switch r % 4 {
+		case 0:
+			m = Mem{Base: sb}
+		case 3:
+			m = Mem{Base: sb, Index: ss3, Scale: 1}
+		default:
+			m = Mem{Base: sb, Index: ss, Scale: uint8(r % 4)}
+		}
+		VPINSRW(U8(r%8), m, x, x)
+		if r%4 == 3 && r < 15 {
+			LEAQ(Mem{Base: sb, Index: ss, Scale: 4}, sb)
+		}
+	}
+	VINSERTI32X4(U8(1), hi, lo.AsY(), lo.AsY())
+	f := ZMM()
+	VCVTPH2PS(lo.AsY(), f)
+	VMOVUPS(f, Mem{Base: psc})
+
+	ADDQ(U32(1024), pw)
+	ADDQ(U32(128), psc)
+	if q8 {
+		ADDQ(U8(32), c)
+	} else {
+		ADDQ(U8(16), c)
+	}
+	ADDQ(U8(2), s)
+	DECQ(cnt)
+	JNZ(LabelRef(name + "_blk"))
+	ts := Load(Param("tstride"), GP64())
+	ADDQ(ts, pc)
+	ADDQ(ts, pss)
+	DECQ(tiles)
+	JNZ(LabelRef(name + "_tile"))
+	VZEROUPPER()
+	RET()
+}

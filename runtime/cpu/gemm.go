@@ -1,0 +1,195 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/xdna-go/xdna/planar"
+)
+
+// The prefill GEMM (AVX-512 VNNI; _generate/gemm writes it): for a call of
+// gemmMinTokens tokens or more with Q4_0 or Q8_0 weights, each worker lays
+// out 32 rows at a time, all their K-tiles, into a panel of its own
+// (gemmPack*: unsigned bytes four elements per dword, sixteen rows per
+// vector, the f16 scales as float32), then runs every token over it, six
+// at a time (gemmI8): the lanes are rows, the token's four activation
+// codes are broadcast, and one VPDPBUSD adds four products to each of
+// sixteen (row, token) sums, with no horizontal sum at all. The panel is built once per
+// call and block of rows and read from L2 by every pass of tokens; the file
+// is never copied.
+//
+// The arithmetic per (row, token) is the scalar kernel's (dotQ4_0,
+// dotQ8_0): the same exact int32 sum per block, then the same float32
+// operations in the same order, so the outputs are bit-identical to
+// MatVec's, whatever the number of tokens.
+
+// gemmMinTokens is the least number of tokens a call takes the GEMM with:
+// below it the panel's layout costs more than the token kernels lose.
+const gemmMinTokens = 8
+
+// gemmRows is the rows of a panel, gemmToks the tokens of a pass.
+const (
+	gemmRows = 32
+	gemmToks = 6
+)
+
+// gemmOK reports whether the GEMM runs a call of b tokens of geometry g
+// with kernel set k.
+func gemmOK(k *kernels, g planar.Geometry, b int) bool {
+	if k == nil || k.gemmI8 == nil || b < gemmMinTokens || g.KTile%32 != 0 {
+		return false
+	}
+	return g.Type == planar.Q4_0 || g.Type == planar.Q8_0
+}
+
+// gemmOffset is what the weights' unsigned bytes exceed their values by:
+// Q4_0 codes are q = w+8, the Q8_0 codes are flipped to w+128.
+func gemmOffset(t planar.Type) int32 {
+	if t == planar.Q4_0 {
+		return 8
+	}
+	return 128
+}
+
+// gemmPrepare lays out the activations' scales and offset sums for the
+// passes ([pass][block][gemmToks]{d, -offset*sum}, the tokens after b
+// zero) and gives every worker its panel buffers.
+func (j *mmJob) gemmPrepare(p *Pool) {
+	g := j.m.G
+	s := &p.scratch
+	nb := g.K / 32
+	passes := (j.b + gemmToks - 1) / gemmToks
+	s.gd = grow(s.gd, passes*nb*gemmToks*2)
+	off := gemmOffset(g.Type)
+	for ps := 0; ps < passes; ps++ {
+		for t := 0; t < gemmToks; t++ {
+			tok := ps*gemmToks + t
+			for i := 0; i < nb; i++ {
+				at := ((ps*nb+i)*gemmToks + t) * 2
+				if tok >= j.b {
+					s.gd[at], s.gd[at+1] = 0, 0
+					continue
+				}
+				s.gd[at] = int32(math.Float32bits(s.d[tok*nb+i]))
+				s.gd[at+1] = -off * s.s[tok*nb+i]
+			}
+		}
+	}
+	for len(s.gp) < p.threads {
+		s.gp = append(s.gp, gemmPanel{})
+	}
+	for w := range s.gp {
+		s.gp[w].w = grow(s.gp[w].w, nb*1024)
+		s.gp[w].sc = grow(s.gp[w].sc, nb*32)
+	}
+}
+
+// gemmPanel is a worker's panel: w [block][8][2][16][4] bytes, sc
+// [block][2][16] scales, and o, the outputs of a pass of a panel that is
+// not whole.
+type gemmPanel struct {
+	w  []byte
+	sc []float32
+	o  [gemmToks * gemmRows]float32
+}
+
+// gemmRun computes rows [lo, hi) of every token with the GEMM, on worker w.
+func (j *mmJob) gemmRun(w, lo, hi int) {
+	g := j.m.G
+	r := g.RowsPerGroup()
+	for c := lo / r; c < g.Columns; c++ {
+		first, n := g.GroupRows(c)
+		if first >= hi {
+			break
+		}
+		r0, r1 := max(lo, first), min(hi, first+n)
+		for q := r0; q < r1; q += gemmRows {
+			j.gemmPanel(w, c, q-first, min(gemmRows, r1-q), q)
+		}
+	}
+}
+
+// gemmPanel runs rows [i, i+n) of group c (n <= 32; row0 is the first's
+// row in the matrix) for every token.
+func (j *mmJob) gemmPanel(w, c, i, n, row0 int) {
+	g := j.m.G
+	l := &j.lay
+	s := j.s
+	pn := &s.gp[w]
+	N, K := g.N, g.K
+	nb, np := K/32, g.KTile/32
+	tiles, ts := g.Tiles(), l.tile[c]
+	for h := 0; h*16 < n; h++ {
+		rows := min(16, n-16*h)
+		codes := l.group[c] + l.plane[c][0] + (i+16*h)*l.per[0]
+		scales := l.group[c] + l.plane[c][1] + (i+16*h)*l.per[1]
+		pw, psc := pn.w[64*h:], pn.sc[16*h:]
+		if rows < 16 {
+			gemmPackRef(g.Type, j.m.Blob, codes, scales, l.per[0], l.per[1], pw, psc, np, tiles, ts, rows)
+			continue
+		}
+		cb := j.m.Blob[codes : codes+(tiles-1)*ts+16*l.per[0]]
+		sb := j.m.Blob[scales : scales+(tiles-1)*ts+16*l.per[1]]
+		pack := j.k.gemmPackQ4_0
+		if g.Type == planar.Q8_0 {
+			pack = j.k.gemmPackQ8_0
+		}
+		pack(&cb[0], &sb[0], l.per[0], l.per[1], &pw[:(nb-1)*1024+64][0], &psc[:(nb-1)*32+16][0], np, tiles, ts)
+	}
+	prows := 32
+	if n <= 16 {
+		prows = 16
+	}
+	for b0 := 0; b0 < j.b; b0 += gemmToks {
+		nt := min(gemmToks, j.b-b0)
+		a := &s.q[b0*K : (b0+nt)*K][0]
+		gd := &s.gd[(b0/gemmToks)*nb*gemmToks*2 : (b0/gemmToks+1)*nb*gemmToks*2][0]
+		if n == prows {
+			o := &j.y[b0*N+row0 : (b0+nt-1)*N+row0+n][0]
+			j.k.gemmI8(&pn.w[0], &pn.sc[0], a, K, gd, o, 4*N, nb, np, prows, nt)
+			continue
+		}
+		j.k.gemmI8(&pn.w[0], &pn.sc[0], a, K, gd, &pn.o[0], 4*gemmRows, nb, np, prows, nt)
+		for t := 0; t < nt; t++ {
+			copy(j.y[(b0+t)*N+row0:(b0+t)*N+row0+n], pn.o[t*gemmRows:])
+		}
+	}
+}
+
+// gemmPackRef is the specification of gemmPack*, for rows (at most 16)
+// rows of a group of sixteen, the others zero: row r's codes and scales of
+// tile t at codes and scales + r*cstride (sstride) + t*tstride in blob;
+// block b of the panel at w[1024b:] and sc[32b:] (the caller offsets both
+// for the second group).
+func gemmPackRef(t planar.Type, blob []byte, codes, scales, cstride, sstride int, w []byte, sc []float32, np, tiles, tstride, rows int) {
+	for tile := 0; tile < tiles; tile++ {
+		for i := 0; i < np; i++ {
+			b := tile*np + i
+			for r := 0; r < 16; r++ {
+				if r >= rows {
+					for q := 0; q < 8; q++ {
+						clear(w[1024*b+128*q+4*r:][:4])
+					}
+					sc[32*b+r] = 0
+					continue
+				}
+				c := codes + tile*tstride + r*cstride
+				for e := 0; e < 32; e++ {
+					var v byte
+					if t == planar.Q4_0 {
+						v = blob[c+16*i+e/2]
+						if e%2 == 0 {
+							v &= 15
+						} else {
+							v >>= 4
+						}
+					} else {
+						v = blob[c+32*i+e] ^ 0x80
+					}
+					w[1024*b+128*(e/4)+4*r+e%4] = v
+				}
+				sc[32*b+r] = f16(binary.LittleEndian.Uint16(blob[scales+tile*tstride+r*sstride+2*i:]))
+			}
+		}
+	}
+}
