@@ -81,16 +81,17 @@ func (j *mmJob) gemmPrepare(p *Pool) {
 	for w := range s.gp {
 		s.gp[w].w = grow(s.gp[w].w, nb*1024)
 		s.gp[w].sc = grow(s.gp[w].sc, nb*32)
+		s.gp[w].o = grow(s.gp[w].o, passes*gemmToks*gemmRows)
 	}
 }
 
 // gemmPanel is a worker's panel: w [block][8][2][16][4] bytes, sc
-// [block][2][16] scales, and o, the outputs of a pass of a panel that is
-// not whole.
+// [block][2][16] scales, and o, the outputs of every token for a panel
+// that is not whole ([token][32]).
 type gemmPanel struct {
 	w  []byte
 	sc []float32
-	o  [gemmToks * gemmRows]float32
+	o  []float32
 }
 
 // gemmRun computes rows [lo, hi) of every token with the GEMM, on worker w.
@@ -140,21 +141,39 @@ func (j *mmJob) gemmPanel(w, c, i, n, row0 int) {
 	if n <= 16 {
 		prows = 16
 	}
-	for b0 := 0; b0 < j.b; b0 += gemmToks {
-		nt := min(gemmToks, j.b-b0)
-		a := &s.q[b0*K : (b0+nt)*K][0]
-		gd := &s.gd[(b0/gemmToks)*nb*gemmToks*2 : (b0/gemmToks+1)*nb*gemmToks*2][0]
-		if n == prows {
-			o := &j.y[b0*N+row0 : (b0+nt-1)*N+row0+n][0]
-			j.k.gemmI8(&pn.w[0], &pn.sc[0], a, K, gd, o, 4*N, nb, np, prows, nt)
-			continue
+	// By runs of K-tiles whose part of the panel (1 KiB a block) stays in
+	// L1 while every pass of tokens reads it: the first run stores the
+	// outputs, the others add, as the tiles do.
+	tc := max(1, gemmChunk/(np*1024))
+	for t0 := 0; t0 < tiles; t0 += tc {
+		b0k, nbc := t0*np, min(tc, tiles-t0)*np
+		add := 0
+		if t0 > 0 {
+			add = 1
 		}
-		j.k.gemmI8(&pn.w[0], &pn.sc[0], a, K, gd, &pn.o[0], 4*gemmRows, nb, np, prows, nt)
-		for t := 0; t < nt; t++ {
-			copy(j.y[(b0+t)*N+row0:(b0+t)*N+row0+n], pn.o[t*gemmRows:])
+		pw, psc := &pn.w[b0k*1024], &pn.sc[b0k*32]
+		for b0 := 0; b0 < j.b; b0 += gemmToks {
+			nt := min(gemmToks, j.b-b0)
+			a := &s.q[b0*K+32*b0k : (b0+nt-1)*K+32*(b0k+nbc)][0]
+			gd := &s.gd[((b0/gemmToks)*nb+b0k)*gemmToks*2 : ((b0/gemmToks)*nb+b0k+nbc)*gemmToks*2][0]
+			if n == prows {
+				o := &j.y[b0*N+row0 : (b0+nt-1)*N+row0+n][0]
+				j.k.gemmI8(pw, psc, a, K, gd, o, 4*N, nbc, np, prows, nt, add)
+				continue
+			}
+			o := pn.o[b0/gemmToks*gemmToks*gemmRows:]
+			j.k.gemmI8(pw, psc, a, K, gd, &o[0], 4*gemmRows, nbc, np, prows, nt, add)
+			if t0+tc >= tiles {
+				for t := 0; t < nt; t++ {
+					copy(j.y[(b0+t)*N+row0:(b0+t)*N+row0+n], o[t*gemmRows:])
+				}
+			}
 		}
 	}
 }
+
+// gemmChunk is the bytes of panel a run of K-tiles takes at most.
+const gemmChunk = 16 << 10
 
 // gemmPackRef is the specification of gemmPack*, for rows (at most 16)
 // rows of a group of sixteen, the others zero: row r's codes and scales of

@@ -9,12 +9,13 @@ package cpu
 // a+t*astride, its scale and offset sum of block i at gd[12i+2t] and
 // gd[12i+2t+1] (float32 bits, int32); nb blocks, np per K-tile. Token t's
 // outputs go to o+t*ostride bytes, with exactly the arithmetic of the
-// scalar kernels (see _generate/gemm):
+// scalar kernels (see _generate/gemm), the first tile's sums stored
+// unless add is 1:
 //
-//	for tile: acc = 0; for block of tile: acc += float32(v) * (sc * d); o = acc (tile 0) or o += acc
+//	for tile: acc = 0; for block of tile: acc += float32(v) * (sc * d); o = acc (first tile, add 0) or o += acc
 //
 //go:noescape
-func gemmI8AVX512(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride int, nb int, np int, rows int, toks int)
+func gemmI8AVX512(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride int, nb int, np int, rows int, toks int, add int)
 
 // gemmPackQ4_0AVX512 lays out sixteen rows of tiles K-tiles (np blocks each) for
 // gemmI8AVX512: row r's codes and f16 scales of tile t at codes and scales

@@ -30,9 +30,9 @@ DATA gemmIdxHi<>+48(SB)/8, $0x0000001700000013
 DATA gemmIdxHi<>+56(SB)/8, $0x0000001f0000001b
 GLOBL gemmIdxHi<>(SB), RODATA|NOPTR, $64
 
-// func gemmI8AVX512(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride int, nb int, np int, rows int, toks int)
+// func gemmI8AVX512(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride int, nb int, np int, rows int, toks int, add int)
 // Requires: AVX, AVX512F, AVX512_VNNI
-TEXT ·gemmI8AVX512(SB), NOSPLIT, $0-88
+TEXT ·gemmI8AVX512(SB), NOSPLIT, $0-96
 	MOVQ rows+72(FP), AX
 	CMPQ AX, $0x10
 	JNE  gemmI8AVX512_r1t1_no
@@ -48,6 +48,8 @@ TEXT ·gemmI8AVX512(SB), NOSPLIT, $0-88
 	ADDQ BX, DI
 	MOVQ nb+56(FP), BX
 	MOVQ $0x00000001, R8
+	MOVQ add+88(FP), R9
+	SUBQ R9, R8
 
 gemmI8AVX512_r1t1_tile:
 	VPXORD Z1, Z1, Z1
@@ -120,6 +122,8 @@ gemmI8AVX512_r1t1_no:
 	ADDQ BX, DI
 	MOVQ nb+56(FP), R8
 	MOVQ $0x00000001, R9
+	MOVQ add+88(FP), R10
+	SUBQ R10, R9
 
 gemmI8AVX512_r1t2_tile:
 	VPXORD Z1, Z1, Z1
@@ -209,6 +213,8 @@ gemmI8AVX512_r1t2_no:
 	ADDQ BX, DI
 	MOVQ nb+56(FP), R8
 	MOVQ $0x00000001, R9
+	MOVQ add+88(FP), R10
+	SUBQ R10, R9
 
 gemmI8AVX512_r1t3_tile:
 	VPXORD Z1, Z1, Z1
@@ -315,6 +321,8 @@ gemmI8AVX512_r1t3_no:
 	ADDQ BX, DI
 	MOVQ nb+56(FP), R8
 	MOVQ $0x00000001, R9
+	MOVQ add+88(FP), R10
+	SUBQ R10, R9
 
 gemmI8AVX512_r1t4_tile:
 	VPXORD Z1, Z1, Z1
@@ -438,6 +446,8 @@ gemmI8AVX512_r1t4_no:
 	ADDQ BX, DI
 	MOVQ nb+56(FP), R8
 	MOVQ $0x00000001, R9
+	MOVQ add+88(FP), R10
+	SUBQ R10, R9
 
 gemmI8AVX512_r1t5_tile:
 	VPXORD Z1, Z1, Z1
@@ -578,6 +588,8 @@ gemmI8AVX512_r1t5_no:
 	ADDQ BX, DI
 	MOVQ nb+56(FP), R8
 	MOVQ $0x00000001, R9
+	MOVQ add+88(FP), R10
+	SUBQ R10, R9
 
 gemmI8AVX512_r1t6_tile:
 	VPXORD Z1, Z1, Z1
@@ -735,6 +747,8 @@ gemmI8AVX512_r1t6_no:
 	ADDQ BX, DI
 	MOVQ nb+56(FP), BX
 	MOVQ $0x00000001, R8
+	MOVQ add+88(FP), R9
+	SUBQ R9, R8
 
 gemmI8AVX512_r2t1_tile:
 	VPXORD Z1, Z1, Z1
@@ -833,6 +847,8 @@ gemmI8AVX512_r2t1_no:
 	ADDQ BX, DI
 	MOVQ nb+56(FP), R8
 	MOVQ $0x00000001, R9
+	MOVQ add+88(FP), R10
+	SUBQ R10, R9
 
 gemmI8AVX512_r2t2_tile:
 	VPXORD Z1, Z1, Z1
@@ -965,6 +981,8 @@ gemmI8AVX512_r2t2_no:
 	ADDQ BX, DI
 	MOVQ nb+56(FP), R8
 	MOVQ $0x00000001, R9
+	MOVQ add+88(FP), R10
+	SUBQ R10, R9
 
 gemmI8AVX512_r2t3_tile:
 	VPXORD Z1, Z1, Z1
@@ -1131,6 +1149,8 @@ gemmI8AVX512_r2t3_no:
 	ADDQ BX, DI
 	MOVQ nb+56(FP), R8
 	MOVQ $0x00000001, R9
+	MOVQ add+88(FP), R10
+	SUBQ R10, R9
 
 gemmI8AVX512_r2t4_tile:
 	VPXORD Z1, Z1, Z1
@@ -1331,6 +1351,8 @@ gemmI8AVX512_r2t4_no:
 	ADDQ BX, DI
 	MOVQ nb+56(FP), R8
 	MOVQ $0x00000001, R9
+	MOVQ add+88(FP), R10
+	SUBQ R10, R9
 
 gemmI8AVX512_r2t5_tile:
 	VPXORD Z1, Z1, Z1
@@ -1565,6 +1587,8 @@ gemmI8AVX512_r2t5_no:
 	ADDQ BX, DI
 	MOVQ nb+56(FP), R8
 	MOVQ $0x00000001, R9
+	MOVQ add+88(FP), R10
+	SUBQ R10, R9
 
 gemmI8AVX512_r2t6_tile:
 	VPXORD Z1, Z1, Z1
@@ -1821,7 +1845,7 @@ gemmI8AVX512_r2t6_no:
 	RET
 
 // func gemmPackQ4_0AVX512(codes *byte, scales *byte, cstride int, sstride int, w *byte, sc *float32, np int, tiles int, tstride int)
-// Requires: AVX, AVX512BW, AVX512F, AVX512VL
+// Requires: AVX, AVX512BW, AVX512F, AVX512VL, MMX+
 TEXT ·gemmPackQ4_0AVX512(SB), NOSPLIT, $0-72
 	MOVQ         codes+0(FP), AX
 	MOVQ         scales+8(FP), CX
@@ -1837,9 +1861,31 @@ TEXT ·gemmPackQ4_0AVX512(SB), NOSPLIT, $0-72
 	LEAQ         (BX)(BX*2), R10
 
 gemmPackQ4_0AVX512_tile:
-	MOVQ AX, R11
-	MOVQ CX, R12
-	MOVQ np+48(FP), R13
+	MOVQ tstride+64(FP), R11
+	LEAQ (AX)(R11*2), R11
+	MOVQ DX, R12
+	SHLQ $0x04, R12
+	ADDQ R11, R12
+
+gemmPackQ4_0AVX512_pf0:
+	PREFETCHT0 (R11)
+	ADDQ       $0x40, R11
+	CMPQ       R11, R12
+	JB         gemmPackQ4_0AVX512_pf0
+	MOVQ       tstride+64(FP), R11
+	LEAQ       (CX)(R11*2), R11
+	MOVQ       BX, R12
+	SHLQ       $0x04, R12
+	ADDQ       R11, R12
+
+gemmPackQ4_0AVX512_pf1:
+	PREFETCHT0 (R11)
+	ADDQ       $0x40, R11
+	CMPQ       R11, R12
+	JB         gemmPackQ4_0AVX512_pf1
+	MOVQ       AX, R11
+	MOVQ       CX, R12
+	MOVQ       np+48(FP), R13
 
 gemmPackQ4_0AVX512_blk:
 	MOVQ         R11, R14
@@ -1952,7 +1998,7 @@ gemmPackQ4_0AVX512_blk:
 	RET
 
 // func gemmPackQ8_0AVX512(codes *byte, scales *byte, cstride int, sstride int, w *byte, sc *float32, np int, tiles int, tstride int)
-// Requires: AVX, AVX512F, AVX512VL
+// Requires: AVX, AVX512F, AVX512VL, MMX+
 TEXT ·gemmPackQ8_0AVX512(SB), NOSPLIT, $0-72
 	MOVQ         codes+0(FP), AX
 	MOVQ         scales+8(FP), CX
@@ -1968,9 +2014,31 @@ TEXT ·gemmPackQ8_0AVX512(SB), NOSPLIT, $0-72
 	LEAQ         (BX)(BX*2), R10
 
 gemmPackQ8_0AVX512_tile:
-	MOVQ AX, R11
-	MOVQ CX, R12
-	MOVQ np+48(FP), R13
+	MOVQ tstride+64(FP), R11
+	LEAQ (AX)(R11*2), R11
+	MOVQ DX, R12
+	SHLQ $0x04, R12
+	ADDQ R11, R12
+
+gemmPackQ8_0AVX512_pf0:
+	PREFETCHT0 (R11)
+	ADDQ       $0x40, R11
+	CMPQ       R11, R12
+	JB         gemmPackQ8_0AVX512_pf0
+	MOVQ       tstride+64(FP), R11
+	LEAQ       (CX)(R11*2), R11
+	MOVQ       BX, R12
+	SHLQ       $0x04, R12
+	ADDQ       R11, R12
+
+gemmPackQ8_0AVX512_pf1:
+	PREFETCHT0 (R11)
+	ADDQ       $0x40, R11
+	CMPQ       R11, R12
+	JB         gemmPackQ8_0AVX512_pf1
+	MOVQ       AX, R11
+	MOVQ       CX, R12
+	MOVQ       np+48(FP), R13
 
 gemmPackQ8_0AVX512_blk:
 	MOVQ         R11, R14

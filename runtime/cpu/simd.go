@@ -69,7 +69,7 @@ type kernels struct {
 	permute64 func(dst, src *int8, n, dstride int)
 
 	// The prefill GEMM (gemm.go), nil in a set without it.
-	gemmI8       func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks int)
+	gemmI8       func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks, add int)
 	gemmPackQ4_0 func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)
 	gemmPackQ8_0 func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)
 }

@@ -112,7 +112,7 @@ func q5_KToksAVX512(codes, high, sm, dm *byte, cstride, hstride, mstride, dstrid
 	noAsm()
 }
 
-func gemmI8AVX512(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks int) {
+func gemmI8AVX512(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks, add int) {
 	noAsm()
 }
 

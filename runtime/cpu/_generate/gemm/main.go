@@ -106,15 +106,16 @@ func vpdpbusdB(m Mem, u, acc Register) {
 // gemm writes gemmI8AVX512: rows (16 or 32) rows of a packed panel times
 // toks (1..6) tokens.
 func gemm(name string) {
-	TEXT(name, NOSPLIT, "func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks int)")
+	TEXT(name, NOSPLIT, "func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks, add int)")
 	Doc(name+" multiplies a packed panel (w, sc: gemmPack*) of rows rows (16 or 32)",
 		"by toks tokens (1 to 6) of Q8_0 activations: token t's codes at",
 		"a+t*astride, its scale and offset sum of block i at gd[12i+2t] and",
 		"gd[12i+2t+1] (float32 bits, int32); nb blocks, np per K-tile. Token t's",
 		"outputs go to o+t*ostride bytes, with exactly the arithmetic of the",
-		"scalar kernels (see _generate/gemm):",
+		"scalar kernels (see _generate/gemm), the first tile's sums stored",
+		"unless add is 1:",
 		"",
-		"\tfor tile: acc = 0; for block of tile: acc += float32(v) * (sc * d); o = acc (tile 0) or o += acc",
+		"\tfor tile: acc = 0; for block of tile: acc += float32(v) * (sc * d); o = acc (first tile, add 0) or o += acc",
 	)
 	Pragma("noescape")
 	for r := 1; r <= 2; r++ {
@@ -144,6 +145,7 @@ func variant(lbl string, R, T int) {
 	nb := Load(Param("nb"), GP64())
 	first := GP64()
 	MOVQ(U32(1), first)
+	SUBQ(Load(Param("add"), GP64()), first)
 	tokA := func(t, disp int) Mem {
 		switch t {
 		case 0:
@@ -274,6 +276,24 @@ func pack(name string, q8 bool) {
 	LEAQ(Mem{Base: ss, Index: ss, Scale: 2}, ss3)
 
 	Label(name + "_tile")
+	// The weights come from memory once per call, two tiles ahead of the
+	// layout: the sixteen rows' codes and scales of tile t+2 (a prefetch
+	// past the blob is a hint that never faults).
+	for i, reg := range []struct {
+		base, stride Register
+	}{{pc, cs}, {pss, ss}} {
+		pf, end := GP64(), GP64()
+		ts := Load(Param("tstride"), GP64())
+		LEAQ(Mem{Base: reg.base, Index: ts, Scale: 2}, pf)
+		MOVQ(reg.stride, end)
+		SHLQ(U8(4), end)
+		ADDQ(pf, end)
+		Label(fmt.Sprintf("%s_pf%d", name, i))
+		PREFETCHT0(Mem{Base: pf})
+		ADDQ(U8(64), pf)
+		CMPQ(pf, end)
+		JB(LabelRef(fmt.Sprintf("%s_pf%d", name, i)))
+	}
 	c, s := GP64(), GP64() // this block's row 0
 	MOVQ(pc, c)
 	MOVQ(pss, s)
