@@ -14,6 +14,19 @@ func dotF16AVX2(a *float32, b *uint16, n int) float32
 //go:noescape
 func axpyF16AVX2(a float32, x *uint16, y *float32, n int)
 
+// dotsF16AVX2 sets out[t] = dotF16Go(a[:n], row t of b) for t < count, row t
+// at b + t*stride bytes, n a multiple of 8 and count at least 1.
+//
+//go:noescape
+func dotsF16AVX2(a *float32, b *uint16, n int, stride int, out *float32, count int)
+
+// axpysF16AVX2 does axpyF16Go(a[t], row t of x, y[:n]) for t = 0, 1, ..., count-1,
+// row t at x + t*stride bytes, n a multiple of 8 and count at least 1 (the
+// attention's weighted sum of the values).
+//
+//go:noescape
+func axpysF16AVX2(a *float32, x *uint16, stride int, y *float32, n int, count int)
+
 // siluMulAVX2 does siluMulGo(h[:n], x[:n], u[:n]), n a multiple of 8.
 //
 //go:noescape

@@ -259,6 +259,176 @@ axpyF16_done:
 	VZEROUPPER
 	RET
 
+// func dotsF16AVX2(a *float32, b *uint16, n int, stride int, out *float32, count int)
+// Requires: AVX, F16C
+TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ n+16(FP), DX
+	MOVQ stride+24(FP), BX
+	MOVQ out+32(FP), SI
+	MOVQ count+40(FP), DI
+	MOVQ DX, R8
+	ANDQ $-32, R8
+
+dotsF16_row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ   R9, R9
+	CMPQ   R8, R9
+	JE     dotsF16_32_done
+
+dotsF16_32_loop:
+	VCVTPH2PS (CX)(R9*2), Y4
+	VMULPS    (AX)(R9*4), Y4, Y4
+	VADDPS    Y4, Y0, Y0
+	VCVTPH2PS 16(CX)(R9*2), Y4
+	VMULPS    32(AX)(R9*4), Y4, Y4
+	VADDPS    Y4, Y1, Y1
+	VCVTPH2PS 32(CX)(R9*2), Y4
+	VMULPS    64(AX)(R9*4), Y4, Y4
+	VADDPS    Y4, Y2, Y2
+	VCVTPH2PS 48(CX)(R9*2), Y4
+	VMULPS    96(AX)(R9*4), Y4, Y4
+	VADDPS    Y4, Y3, Y3
+	ADDQ      $0x20, R9
+	CMPQ      R8, R9
+	JNE       dotsF16_32_loop
+
+dotsF16_32_done:
+	CMPQ      DX, R9
+	JE        dotsF16_reduce
+	VCVTPH2PS (CX)(R9*2), Y4
+	VMULPS    (AX)(R9*4), Y4, Y4
+	VADDPS    Y4, Y0, Y0
+	ADDQ      $0x08, R9
+	CMPQ      DX, R9
+	JE        dotsF16_reduce
+	VCVTPH2PS (CX)(R9*2), Y4
+	VMULPS    (AX)(R9*4), Y4, Y4
+	VADDPS    Y4, Y1, Y1
+	ADDQ      $0x08, R9
+	CMPQ      DX, R9
+	JE        dotsF16_reduce
+	VCVTPH2PS (CX)(R9*2), Y4
+	VMULPS    (AX)(R9*4), Y4, Y4
+	VADDPS    Y4, Y2, Y2
+	ADDQ      $0x08, R9
+
+dotsF16_reduce:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x04, SI
+	ADDQ         BX, CX
+	DECQ         DI
+	JNZ          dotsF16_row
+	VZEROUPPER
+	RET
+
+// func axpysF16AVX2(a *float32, x *uint16, stride int, y *float32, n int, count int)
+// Requires: AVX, F16C
+TEXT ·axpysF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ stride+16(FP), DX
+	MOVQ y+24(FP), BX
+	MOVQ n+32(FP), SI
+
+axpysF16_64:
+	CMPQ    SI, $0x40
+	JL      axpysF16_8
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVUPS 64(BX), Y2
+	VMOVUPS 96(BX), Y3
+	VMOVUPS 128(BX), Y4
+	VMOVUPS 160(BX), Y5
+	VMOVUPS 192(BX), Y6
+	VMOVUPS 224(BX), Y7
+	MOVQ    CX, DI
+	MOVQ    AX, R8
+	MOVQ    count+40(FP), R9
+
+axpysF16_64t:
+	VBROADCASTSS (R8), Y8
+	VCVTPH2PS    (DI), Y9
+	VMULPS       Y8, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VCVTPH2PS    16(DI), Y9
+	VMULPS       Y8, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VCVTPH2PS    32(DI), Y9
+	VMULPS       Y8, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VCVTPH2PS    48(DI), Y9
+	VMULPS       Y8, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VCVTPH2PS    64(DI), Y9
+	VMULPS       Y8, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VCVTPH2PS    80(DI), Y9
+	VMULPS       Y8, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VCVTPH2PS    96(DI), Y9
+	VMULPS       Y8, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VCVTPH2PS    112(DI), Y9
+	VMULPS       Y8, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x04, R8
+	ADDQ         DX, DI
+	DECQ         R9
+	JNZ          axpysF16_64t
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, 32(BX)
+	VMOVUPS      Y2, 64(BX)
+	VMOVUPS      Y3, 96(BX)
+	VMOVUPS      Y4, 128(BX)
+	VMOVUPS      Y5, 160(BX)
+	VMOVUPS      Y6, 192(BX)
+	VMOVUPS      Y7, 224(BX)
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x00000080, CX
+	SUBQ         $0x00000040, SI
+	JMP          axpysF16_64
+
+axpysF16_8:
+	CMPQ    SI, $0x00
+	JE      axpysF16_done
+	VMOVUPS (BX), Y0
+	MOVQ    CX, DI
+	MOVQ    AX, R8
+	MOVQ    count+40(FP), R9
+
+axpysF16_8t:
+	VBROADCASTSS (R8), Y1
+	VCVTPH2PS    (DI), Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	ADDQ         $0x04, R8
+	ADDQ         DX, DI
+	DECQ         R9
+	JNZ          axpysF16_8t
+	VMOVUPS      Y0, (BX)
+	ADDQ         $0x00000020, BX
+	ADDQ         $0x00000010, CX
+	SUBQ         $0x00000008, SI
+	JMP          axpysF16_8
+
+axpysF16_done:
+	VZEROUPPER
+	RET
+
 // func siluMulAVX2(h *float32, x *float32, u *float32, n int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32

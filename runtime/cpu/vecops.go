@@ -40,6 +40,39 @@ func DotF16(a []float32, b []uint16) float32 {
 	return r
 }
 
+// DotsF16 sets out[t] = DotF16(a, b[t*stride:]) for t < len(out): one
+// query's scores over consecutive rows of an f16 cache, in one call.
+func DotsF16(a []float32, b []uint16, stride int, out []float32) {
+	if len(out) == 0 {
+		return
+	}
+	b = b[:(len(out)-1)*stride+len(a)]
+	if n := len(a); asmOn() && n > 0 && n%8 == 0 {
+		dotsF16AVX2(&a[0], &b[0], n, 2*stride, &out[0], len(out))
+		return
+	}
+	for t := range out {
+		out[t] = DotF16(a, b[t*stride:])
+	}
+}
+
+// AxpysF16 does AxpyF16(a[t], x[t*stride:t*stride+len(y)], y) for t = 0, 1,
+// ..., len(a)-1 in order: the weighted sum of consecutive rows of an f16
+// cache, in one call, with the bits of the calls one by one.
+func AxpysF16(a []float32, x []uint16, stride int, y []float32) {
+	if len(a) == 0 {
+		return
+	}
+	x = x[:(len(a)-1)*stride+len(y)]
+	if n := len(y); asmOn() && n > 0 && n%8 == 0 {
+		axpysF16AVX2(&a[0], &x[0], 2*stride, &y[0], n, len(a))
+		return
+	}
+	for t, v := range a {
+		AxpyF16(v, x[t*stride:t*stride+len(y)], y)
+	}
+}
+
 // dotF16Go is the reduced sum of DotF16 for len(a) a multiple of 8 (b of
 // the same length), the specification of dotF16AVX2.
 func dotF16Go(a []float32, b []uint16) float32 {

@@ -64,14 +64,26 @@ func (a *attnTask) Run(w, lo, hi int) {
 				s.flashAttn(out, qh, a.layer, kh, first, n, kqScale)
 				continue
 			}
-			for t := range sc {
+			// The positions by runs of consecutive slots (the ring wraps
+			// once at most), each in one call.
+			for t := 0; t < n; {
 				slot := base + (first+t)%ring
-				sc[t] = s.capped(cpu.DotF16(qh, s.kc16[slot*kvd+kh*hd:])) * kqScale
+				run := min(n-t, base+ring-slot)
+				cpu.DotsF16(qh, s.kc16[slot*kvd+kh*hd:], kvd, sc[t:t+run])
+				t += run
+			}
+			for t, v := range sc {
+				sc[t] = s.capped(v) * kqScale
 			}
 			softmax(sc)
 			for t, pt := range sc {
+				sc[t] = roundF16(pt)
+			}
+			for t := 0; t < n; {
 				slot := base + (first+t)%ring
-				cpu.AxpyF16(roundF16(pt), s.vc16[slot*vd+kh*hdv:slot*vd+(kh+1)*hdv], out)
+				run := min(n-t, base+ring-slot)
+				cpu.AxpysF16(sc[t:t+run], s.vc16[slot*vd+kh*hdv:], vd, out)
+				t += run
 			}
 			continue
 		}

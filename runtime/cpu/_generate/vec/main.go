@@ -29,6 +29,8 @@ func main() {
 	constants()
 	dotF16()
 	axpyF16()
+	dotsF16()
+	axpysF16()
 	siluMul()
 	softmaxExp()
 	sumStream()
@@ -222,6 +224,127 @@ func dotF16() {
 	VMOVSHDUP(s, h)
 	VADDSS(h, s, s)
 	Store(s, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+// dotsF16 writes dotsF16AVX2: dotF16AVX2 of a with count rows of b, the
+// rows stride bytes apart, each with the same partial sums and reduction
+// tree, into out (the attention scores of one query, in one call).
+func dotsF16() {
+	TEXT("dotsF16AVX2", NOSPLIT, "func(a *float32, b *uint16, n, stride int, out *float32, count int)")
+	Pragma("noescape")
+	Doc("dotsF16AVX2 sets out[t] = dotF16Go(a[:n], row t of b) for t < count, row t",
+		"at b + t*stride bytes, n a multiple of 8 and count at least 1.")
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n"), GP64())
+	stride := Load(Param("stride"), GP64())
+	out := Load(Param("out"), GP64())
+	count := Load(Param("count"), GP64())
+	n32 := GP64()
+	MOVQ(n, n32)
+	ANDQ(I8(-32), n32)
+	Label("dotsF16_row")
+	var acc [4]VecVirtual
+	for j := range acc {
+		acc[j] = YMM()
+		VXORPS(acc[j], acc[j], acc[j])
+	}
+	i := GP64()
+	t := YMM()
+	product := func(disp int) {
+		VCVTPH2PS(elem(b, i, 2, 2*disp), t)
+		VMULPS(elem(a, i, 4, 4*disp), t, t)
+	}
+	loop("dotsF16_32", i, n32, 32, func() {
+		for j := range acc {
+			product(8 * j)
+			VADDPS(t, acc[j], acc[j])
+		}
+	})
+	for j := 0; j < 3; j++ {
+		CMPQ(n, i)
+		JE(LabelRef("dotsF16_reduce"))
+		product(0)
+		VADDPS(t, acc[j], acc[j])
+		ADDQ(U8(8), i)
+	}
+	Label("dotsF16_reduce")
+	VADDPS(acc[1], acc[0], acc[0])
+	VADDPS(acc[3], acc[2], acc[2])
+	VADDPS(acc[2], acc[0], acc[0])
+	sx, h := acc[0].AsX(), XMM()
+	VEXTRACTF128(U8(1), acc[0], h)
+	VADDPS(h, sx, sx)
+	VMOVHLPS(sx, sx, h)
+	VADDPS(h, sx, sx)
+	VMOVSHDUP(sx, h)
+	VADDSS(h, sx, sx)
+	VMOVSS(sx, Mem{Base: out})
+	ADDQ(U8(4), out)
+	ADDQ(stride, b)
+	DECQ(count)
+	JNZ(LabelRef("dotsF16_row"))
+	VZEROUPPER()
+	RET()
+}
+
+// axpysF16 writes axpysF16AVX2: for t < count, axpyF16Go(a[t], row t of x,
+// y), by chunks of 64 elements of y held in registers over every t (each
+// element gets the same operations in the same order as count calls of
+// axpyF16AVX2), then a chunk of 8 at a time.
+func axpysF16() {
+	TEXT("axpysF16AVX2", NOSPLIT, "func(a *float32, x *uint16, stride int, y *float32, n, count int)")
+	Pragma("noescape")
+	Doc("axpysF16AVX2 does axpyF16Go(a[t], row t of x, y[:n]) for t = 0, 1, ..., count-1,",
+		"row t at x + t*stride bytes, n a multiple of 8 and count at least 1 (the",
+		"attention's weighted sum of the values).")
+	pa := Load(Param("a"), GP64())
+	x := Load(Param("x"), GP64())
+	stride := Load(Param("stride"), GP64())
+	y := Load(Param("y"), GP64())
+	n := Load(Param("n"), GP64())
+	chunk := func(name string, regs int) {
+		var acc [8]VecVirtual
+		for j := 0; j < regs; j++ {
+			acc[j] = YMM()
+			VMOVUPS(Mem{Base: y, Disp: 32 * j}, acc[j])
+		}
+		xr, ar, cnt := GP64(), GP64(), GP64()
+		MOVQ(x, xr)
+		MOVQ(pa, ar)
+		Load(Param("count"), cnt)
+		Label(name)
+		av, t := YMM(), YMM()
+		VBROADCASTSS(Mem{Base: ar}, av)
+		for j := 0; j < regs; j++ {
+			VCVTPH2PS(Mem{Base: xr, Disp: 16 * j}, t)
+			VMULPS(av, t, t)
+			VADDPS(t, acc[j], acc[j])
+		}
+		ADDQ(U8(4), ar)
+		ADDQ(stride, xr)
+		DECQ(cnt)
+		JNZ(LabelRef(name))
+		for j := 0; j < regs; j++ {
+			VMOVUPS(acc[j], Mem{Base: y, Disp: 32 * j})
+		}
+		ADDQ(U32(32*regs), y)
+		ADDQ(U32(16*regs), x)
+		SUBQ(U32(8*regs), n)
+	}
+	Label("axpysF16_64")
+	CMPQ(n, U8(64))
+	JL(LabelRef("axpysF16_8"))
+	chunk("axpysF16_64t", 8)
+	JMP(LabelRef("axpysF16_64"))
+	Label("axpysF16_8")
+	CMPQ(n, U8(0))
+	JE(LabelRef("axpysF16_done"))
+	chunk("axpysF16_8t", 1)
+	JMP(LabelRef("axpysF16_8"))
+	Label("axpysF16_done")
 	VZEROUPPER()
 	RET()
 }

@@ -1,0 +1,66 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestDotsAxpysF16 checks the batched attention operations against the
+// one-row ones of the scalar path, bit for bit: DotsF16 against DotF16 row
+// by row, AxpysF16 against AxpyF16 row after row, for head sizes that are
+// and are not multiples of 8 or of 64, one to 37 rows, strides longer
+// than a row, f16 values of every exponent (Inf and NaN included), and
+// that nothing past out or y is written.
+func TestDotsAxpysF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	for _, n := range []int{8, 13, 64, 72, 128, 256} {
+		for _, rows := range []int{1, 5, 37} {
+			stride := n + 8*rng.IntN(4)
+			b := make([]uint16, (rows-1)*stride+n)
+			for i := range b {
+				b[i] = uint16(rng.Uint32())
+				if rng.IntN(4) > 0 {
+					b[i] &^= 0x4000 // mostly finite, moderate values
+				}
+			}
+			a, y0 := make([]float32, n), make([]float32, n)
+			for i := range a {
+				a[i], y0[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+			}
+			coef := make([]float32, rows)
+			for i := range coef {
+				coef[i] = float32(rng.Float64())
+			}
+			name := fmt.Sprintf("n %d rows %d stride %d", n, rows, stride)
+
+			want := make([]float32, rows)
+			wantY := append([]float32(nil), y0...)
+			withSIMD(false, func() {
+				for r := range want {
+					want[r] = DotF16(a, b[r*stride:])
+				}
+				for r, c := range coef {
+					AxpyF16(c, b[r*stride:r*stride+n], wantY)
+				}
+			})
+			for _, on := range []bool{false, true} {
+				got, ok := guarded(make([]float32, rows))
+				gotY, okY := guarded(y0)
+				withSIMD(on, func() {
+					DotsF16(a, b, stride, got)
+					AxpysF16(coef, b, stride, gotY)
+				})
+				if !ok() || !okY() {
+					t.Fatalf("%s %s: wrote past out or y", name, modeName(on))
+				}
+				if i := sameSlices(got, want); i >= 0 {
+					t.Fatalf("%s %s: DotsF16 row %d: %v, DotF16 %v", name, modeName(on), i, got[i], want[i])
+				}
+				if i := sameSlices(gotY, wantY); i >= 0 {
+					t.Fatalf("%s %s: AxpysF16 y[%d]: %v, AxpyF16 row by row %v", name, modeName(on), i, gotY[i], wantY[i])
+				}
+			}
+		}
+	}
+}
