@@ -105,8 +105,26 @@ func (j *mmJob) gemmRun(w, lo, hi int) {
 		}
 		r0, r1 := max(lo, first), min(hi, first+n)
 		for q := r0; q < r1; q += gemmRows {
+			if next := q + gemmRows; next < r1 {
+				// The next panel's weights come from memory while the
+				// tokens run over this one.
+				j.gemmPrefetch(c, next-first, min(gemmRows, r1-next))
+			}
 			j.gemmPanel(w, c, q-first, min(gemmRows, r1-q), q)
 		}
+	}
+}
+
+// gemmPrefetch prefetches the codes and scales of rows [i, i+n) of group
+// c, every K-tile.
+func (j *mmJob) gemmPrefetch(c, i, n int) {
+	l := &j.lay
+	ts := l.tile[c]
+	tiles := j.m.G.Tiles()
+	for p := 0; p < 2; p++ {
+		o := l.group[c] + l.plane[c][p] + i*l.per[p]
+		b := j.m.Blob[o : o+(tiles-1)*ts+n*l.per[p]]
+		j.k.gemmPrefetch(&b[0], n*l.per[p], tiles, ts)
 	}
 }
 
@@ -173,7 +191,7 @@ func (j *mmJob) gemmPanel(w, c, i, n, row0 int) {
 }
 
 // gemmChunk is the bytes of panel a run of K-tiles takes at most.
-const gemmChunk = 16 << 10
+const gemmChunk = 32 << 10
 
 // gemmPackRef is the specification of gemmPack*, for rows (at most 16)
 // rows of a group of sixteen, the others zero: row r's codes and scales of

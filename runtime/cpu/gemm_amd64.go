@@ -34,3 +34,9 @@ func gemmPackQ4_0AVX512(codes *byte, scales *byte, cstride int, sstride int, w *
 //
 //go:noescape
 func gemmPackQ8_0AVX512(codes *byte, scales *byte, cstride int, sstride int, w *byte, sc *float32, np int, tiles int, tstride int)
+
+// gemmPrefetchAVX512 prefetches (PREFETCHT1) the n bytes at p + t*tstride for
+// t < tiles, tiles at least 1; a hint that reads and writes nothing.
+//
+//go:noescape
+func gemmPrefetchAVX512(p *byte, n int, tiles int, tstride int)

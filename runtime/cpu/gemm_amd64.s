@@ -2153,3 +2153,25 @@ gemmPackQ8_0AVX512_blk:
 	JNZ          gemmPackQ8_0AVX512_tile
 	VZEROUPPER
 	RET
+
+// func gemmPrefetchAVX512(p *byte, n int, tiles int, tstride int)
+// Requires: MMX+
+TEXT ·gemmPrefetchAVX512(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+	MOVQ tiles+16(FP), DX
+	MOVQ tstride+24(FP), BX
+
+pf_tile:
+	MOVQ AX, SI
+	LEAQ (AX)(CX*1), DI
+
+pf_line:
+	PREFETCHT1 (SI)
+	ADDQ       $0x40, SI
+	CMPQ       SI, DI
+	JB         pf_line
+	ADDQ       BX, AX
+	DECQ       DX
+	JNZ        pf_tile
+	RET

@@ -123,3 +123,5 @@ func gemmPackQ4_0AVX512(codes, scales *byte, cstride, sstride int, w *byte, sc *
 func gemmPackQ8_0AVX512(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int) {
 	noAsm()
 }
+
+func gemmPrefetchAVX512(p *byte, n, tiles, tstride int) { noAsm() }

@@ -49,6 +49,7 @@ func main() {
 	gemm("gemmI8AVX512")
 	pack("gemmPackQ4_0AVX512", false)
 	pack("gemmPackQ8_0AVX512", true)
+	prefetchTiles()
 	Generate()
 }
 
@@ -402,5 +403,32 @@ func pack(name string, q8 bool) {
 	DECQ(tiles)
 	JNZ(LabelRef(name + "_tile"))
 	VZEROUPPER()
+	RET()
+}
+
+// prefetchTiles writes gemmPrefetchAVX512: PREFETCHT1 of n bytes at p in
+// each of tiles tiles, tstride bytes apart (the next panel's weights, into
+// L2 while the tokens run over this one).
+func prefetchTiles() {
+	TEXT("gemmPrefetchAVX512", NOSPLIT, "func(p *byte, n, tiles, tstride int)")
+	Doc("gemmPrefetchAVX512 prefetches (PREFETCHT1) the n bytes at p + t*tstride for",
+		"t < tiles, tiles at least 1; a hint that reads and writes nothing.")
+	Pragma("noescape")
+	p := Load(Param("p"), GP64())
+	n := Load(Param("n"), GP64())
+	tiles := Load(Param("tiles"), GP64())
+	ts := Load(Param("tstride"), GP64())
+	Label("pf_tile")
+	q, end := GP64(), GP64()
+	MOVQ(p, q)
+	LEAQ(Mem{Base: p, Index: n, Scale: 1}, end)
+	Label("pf_line")
+	PREFETCHT1(Mem{Base: q})
+	ADDQ(U8(64), q)
+	CMPQ(q, end)
+	JB(LabelRef("pf_line"))
+	ADDQ(ts, p)
+	DECQ(tiles)
+	JNZ(LabelRef("pf_tile"))
 	RET()
 }
