@@ -8,7 +8,7 @@ import (
 )
 
 // The prefill GEMM (AVX-512 VNNI; _generate/gemm writes it): for a call of
-// gemmMinTokens tokens or more with Q4_0 or Q8_0 weights, each worker lays
+// gemmMinTokens tokens or more with Q4_0, Q5_0 or Q8_0 weights, each worker lays
 // out 32 rows at a time, all their K-tiles, into a panel of its own
 // (gemmPack*: unsigned bytes four elements per dword, sixteen rows per
 // vector, the f16 scales as float32), then runs every token over it, six
@@ -19,7 +19,7 @@ import (
 // is never copied.
 //
 // The arithmetic per (row, token) is the scalar kernel's (dotQ4_0,
-// dotQ8_0): the same exact int32 sum per block, then the same float32
+// dotQ5_0, dotQ8_0): the same exact int32 sum per block, then the same float32
 // operations in the same order, so the outputs are bit-identical to
 // MatVec's, whatever the number of tokens.
 
@@ -39,16 +39,29 @@ func gemmOK(k *kernels, g planar.Geometry, b int) bool {
 	if k == nil || k.gemmI8 == nil || b < gemmMinTokens || g.KTile%32 != 0 {
 		return false
 	}
-	return g.Type == planar.Q4_0 || g.Type == planar.Q8_0
+	return g.Type == planar.Q4_0 || g.Type == planar.Q5_0 || g.Type == planar.Q8_0
 }
 
 // gemmOffset is what the weights' unsigned bytes exceed their values by:
-// Q4_0 codes are q = w+8, the Q8_0 codes are flipped to w+128.
+// Q4_0 codes are q = w+8, Q5_0 ones q = w+16, the Q8_0 codes are flipped
+// to w+128.
 func gemmOffset(t planar.Type) int32 {
-	if t == planar.Q4_0 {
+	switch t {
+	case planar.Q4_0:
 		return 8
+	case planar.Q5_0:
+		return 16
 	}
 	return 128
+}
+
+// gemmPlanes are the planes of the codes, the 5th bits (Q5_0; -1 for
+// none) and the scales of a format the GEMM takes.
+func gemmPlanes(t planar.Type) (codes, high, scales int) {
+	if t == planar.Q5_0 {
+		return 0, 1, 2
+	}
+	return 0, -1, 1
 }
 
 // gemmPrepare lays out the activations' scales and offset sums for the
@@ -121,7 +134,7 @@ func (j *mmJob) gemmPrefetch(c, i, n int) {
 	l := &j.lay
 	ts := l.tile[c]
 	tiles := j.m.G.Tiles()
-	for p := 0; p < 2; p++ {
+	for p := 0; p < l.np; p++ {
 		o := l.group[c] + l.plane[c][p] + i*l.per[p]
 		b := j.m.Blob[o : o+(tiles-1)*ts+n*l.per[p]]
 		j.k.gemmPrefetch(&b[0], n*l.per[p], tiles, ts)
@@ -138,22 +151,31 @@ func (j *mmJob) gemmPanel(w, c, i, n, row0 int) {
 	N, K := g.N, g.K
 	nb, np := K/32, g.KTile/32
 	tiles, ts := g.Tiles(), l.tile[c]
+	cp, hp, sp := gemmPlanes(g.Type)
 	for h := 0; h*16 < n; h++ {
 		rows := min(16, n-16*h)
-		codes := l.group[c] + l.plane[c][0] + (i+16*h)*l.per[0]
-		scales := l.group[c] + l.plane[c][1] + (i+16*h)*l.per[1]
+		first := i + 16*h
+		at := func(p int) int { return l.group[c] + l.plane[c][p] + first*l.per[p] }
 		pw, psc := pn.w[64*h:], pn.sc[16*h:]
 		if rows < 16 {
-			gemmPackRef(g.Type, j.m.Blob, codes, scales, l.per[0], l.per[1], pw, psc, np, tiles, ts, rows)
+			high, hstride := 0, 0
+			if hp >= 0 {
+				high, hstride = at(hp), l.per[hp]
+			}
+			gemmPackRef(g.Type, j.m.Blob, at(cp), high, at(sp), l.per[cp], hstride, l.per[sp], pw, psc, np, tiles, ts, rows)
 			continue
 		}
-		cb := j.m.Blob[codes : codes+(tiles-1)*ts+16*l.per[0]]
-		sb := j.m.Blob[scales : scales+(tiles-1)*ts+16*l.per[1]]
+		// plane p of the sixteen rows, every tile: nothing outside it is read.
+		plane := func(p int) *byte { return &j.m.Blob[at(p) : at(p)+(tiles-1)*ts+16*l.per[p]][0] }
+		w0 := &pw[:(nb-1)*1024+64][0]
 		pack := j.k.gemmPackQ4_0
 		if g.Type == planar.Q8_0 {
 			pack = j.k.gemmPackQ8_0
 		}
-		pack(&cb[0], &sb[0], l.per[0], l.per[1], &pw[:(nb-1)*1024+64][0], &psc[:(nb-1)*32+16][0], np, tiles, ts)
+		pack(plane(cp), plane(sp), l.per[cp], l.per[sp], w0, &psc[:(nb-1)*32+16][0], np, tiles, ts)
+		if hp >= 0 {
+			j.k.gemmPackHigh(plane(hp), l.per[hp], w0, np, tiles, ts)
+		}
 	}
 	prows := 32
 	if n <= 16 {
@@ -193,12 +215,13 @@ func (j *mmJob) gemmPanel(w, c, i, n, row0 int) {
 // gemmChunk is the bytes of panel a run of K-tiles takes at most.
 const gemmChunk = 32 << 10
 
-// gemmPackRef is the specification of gemmPack*, for rows (at most 16)
-// rows of a group of sixteen, the others zero: row r's codes and scales of
-// tile t at codes and scales + r*cstride (sstride) + t*tstride in blob;
-// block b of the panel at w[1024b:] and sc[32b:] (the caller offsets both
-// for the second group).
-func gemmPackRef(t planar.Type, blob []byte, codes, scales, cstride, sstride int, w []byte, sc []float32, np, tiles, tstride, rows int) {
+// gemmPackRef is the specification of gemmPack* (and, for Q5_0, of
+// gemmPackQ4_0 followed by gemmPackHigh), for rows (at most 16) rows of a
+// group of sixteen, the others zero: row r's codes, 5th bits (Q5_0) and
+// scales of tile t at codes, high and scales + r*cstride (hstride,
+// sstride) + t*tstride in blob; block b of the panel at w[1024b:] and
+// sc[32b:] (the caller offsets both for the second group).
+func gemmPackRef(t planar.Type, blob []byte, codes, high, scales, cstride, hstride, sstride int, w []byte, sc []float32, np, tiles, tstride, rows int) {
 	for tile := 0; tile < tiles; tile++ {
 		for i := 0; i < np; i++ {
 			b := tile*np + i
@@ -211,17 +234,22 @@ func gemmPackRef(t planar.Type, blob []byte, codes, scales, cstride, sstride int
 					continue
 				}
 				c := codes + tile*tstride + r*cstride
+				var hb uint32
+				if t == planar.Q5_0 {
+					hb = binary.LittleEndian.Uint32(blob[high+tile*tstride+r*hstride+4*i:])
+				}
 				for e := 0; e < 32; e++ {
 					var v byte
-					if t == planar.Q4_0 {
+					if t == planar.Q8_0 {
+						v = blob[c+32*i+e] ^ 0x80
+					} else {
 						v = blob[c+16*i+e/2]
 						if e%2 == 0 {
 							v &= 15
 						} else {
 							v >>= 4
 						}
-					} else {
-						v = blob[c+32*i+e] ^ 0x80
+						v |= byte(hb>>e&1) << 4
 					}
 					w[1024*b+128*(e/4)+4*r+e%4] = v
 				}

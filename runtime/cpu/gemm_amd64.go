@@ -35,6 +35,14 @@ func gemmPackQ4_0AVX512(codes *byte, scales *byte, cstride int, sstride int, w *
 //go:noescape
 func gemmPackQ8_0AVX512(codes *byte, scales *byte, cstride int, sstride int, w *byte, sc *float32, np int, tiles int, tstride int)
 
+// gemmPackHighAVX512 adds the 5th bits of sixteen Q5_0 rows to a panel: row r's
+// u32 of block i of tile t at high + r*hstride + 4i + t*tstride; block
+// t*np+i of the panel at w + 1024(t*np+i) (the caller adds 64 bytes for the
+// second group).
+//
+//go:noescape
+func gemmPackHighAVX512(high *byte, hstride int, w *byte, np int, tiles int, tstride int)
+
 // gemmPrefetchAVX512 prefetches (PREFETCHT1) the n bytes at p + t*tstride for
 // t < tiles, tiles at least 1; a hint that reads and writes nothing.
 //

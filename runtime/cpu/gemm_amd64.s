@@ -7,6 +7,15 @@
 DATA gemmC0F<>+0(SB)/8, $0x000000000f0f0f0f
 GLOBL gemmC0F<>(SB), RODATA|NOPTR, $8
 
+DATA gemmSpread<>+0(SB)/8, $0x0000000000204081
+GLOBL gemmSpread<>(SB), RODATA|NOPTR, $8
+
+DATA gemmC01<>+0(SB)/8, $0x0000000001010101
+GLOBL gemmC01<>(SB), RODATA|NOPTR, $8
+
+DATA gemmC0Fd<>+0(SB)/8, $0x000000000000000f
+GLOBL gemmC0Fd<>(SB), RODATA|NOPTR, $8
+
 DATA gemmC80<>+0(SB)/8, $0x0000000080808080
 GLOBL gemmC80<>(SB), RODATA|NOPTR, $8
 
@@ -2151,6 +2160,113 @@ gemmPackQ8_0AVX512_blk:
 	ADDQ         R11, CX
 	DECQ         R8
 	JNZ          gemmPackQ8_0AVX512_tile
+	VZEROUPPER
+	RET
+
+// func gemmPackHighAVX512(high *byte, hstride int, w *byte, np int, tiles int, tstride int)
+// Requires: AVX, AVX512F, AVX512VL
+TEXT ·gemmPackHighAVX512(SB), NOSPLIT, $0-48
+	MOVQ         high+0(FP), AX
+	MOVQ         hstride+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         tiles+32(FP), BX
+	LEAQ         (CX)(CX*2), SI
+	VPBROADCASTD gemmSpread<>+0(SB), Z0
+	VPBROADCASTD gemmC0Fd<>+0(SB), Z1
+	VPBROADCASTD gemmC01<>+0(SB), Z2
+
+ph_tile:
+	MOVQ AX, DI
+	MOVQ np+24(FP), R8
+
+ph_blk:
+	MOVQ         DI, R9
+	VPINSRD      $0x00, (R9), X3, X3
+	VPINSRD      $0x01, (R9)(CX*1), X3, X3
+	VPINSRD      $0x02, (R9)(CX*2), X3, X3
+	VPINSRD      $0x03, (R9)(SI*1), X3, X3
+	LEAQ         (R9)(CX*4), R9
+	VPINSRD      $0x00, (R9), X4, X4
+	VPINSRD      $0x01, (R9)(CX*1), X4, X4
+	VPINSRD      $0x02, (R9)(CX*2), X4, X4
+	VPINSRD      $0x03, (R9)(SI*1), X4, X4
+	LEAQ         (R9)(CX*4), R9
+	VPINSRD      $0x00, (R9), X5, X5
+	VPINSRD      $0x01, (R9)(CX*1), X5, X5
+	VPINSRD      $0x02, (R9)(CX*2), X5, X5
+	VPINSRD      $0x03, (R9)(SI*1), X5, X5
+	LEAQ         (R9)(CX*4), R9
+	VPINSRD      $0x00, (R9), X6, X6
+	VPINSRD      $0x01, (R9)(CX*1), X6, X6
+	VPINSRD      $0x02, (R9)(CX*2), X6, X6
+	VPINSRD      $0x03, (R9)(SI*1), X6, X6
+	VINSERTI32X4 $0x01, X4, Y3, Y3
+	VINSERTI32X4 $0x01, X6, Y5, Y5
+	VINSERTI64X4 $0x01, Y5, Z3, Z7
+	VPSRLD       $0x00, Z7, Z8
+	VPANDD       Z1, Z8, Z8
+	VPMULLD      Z0, Z8, Z8
+	VPANDD       Z2, Z8, Z8
+	VPSLLD       $0x04, Z8, Z8
+	VPORD        (DX), Z8, Z8
+	VMOVDQU32    Z8, (DX)
+	VPSRLD       $0x04, Z7, Z8
+	VPANDD       Z1, Z8, Z8
+	VPMULLD      Z0, Z8, Z8
+	VPANDD       Z2, Z8, Z8
+	VPSLLD       $0x04, Z8, Z8
+	VPORD        128(DX), Z8, Z8
+	VMOVDQU32    Z8, 128(DX)
+	VPSRLD       $0x08, Z7, Z8
+	VPANDD       Z1, Z8, Z8
+	VPMULLD      Z0, Z8, Z8
+	VPANDD       Z2, Z8, Z8
+	VPSLLD       $0x04, Z8, Z8
+	VPORD        256(DX), Z8, Z8
+	VMOVDQU32    Z8, 256(DX)
+	VPSRLD       $0x0c, Z7, Z8
+	VPANDD       Z1, Z8, Z8
+	VPMULLD      Z0, Z8, Z8
+	VPANDD       Z2, Z8, Z8
+	VPSLLD       $0x04, Z8, Z8
+	VPORD        384(DX), Z8, Z8
+	VMOVDQU32    Z8, 384(DX)
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z1, Z8, Z8
+	VPMULLD      Z0, Z8, Z8
+	VPANDD       Z2, Z8, Z8
+	VPSLLD       $0x04, Z8, Z8
+	VPORD        512(DX), Z8, Z8
+	VMOVDQU32    Z8, 512(DX)
+	VPSRLD       $0x14, Z7, Z8
+	VPANDD       Z1, Z8, Z8
+	VPMULLD      Z0, Z8, Z8
+	VPANDD       Z2, Z8, Z8
+	VPSLLD       $0x04, Z8, Z8
+	VPORD        640(DX), Z8, Z8
+	VMOVDQU32    Z8, 640(DX)
+	VPSRLD       $0x18, Z7, Z8
+	VPANDD       Z1, Z8, Z8
+	VPMULLD      Z0, Z8, Z8
+	VPANDD       Z2, Z8, Z8
+	VPSLLD       $0x04, Z8, Z8
+	VPORD        768(DX), Z8, Z8
+	VMOVDQU32    Z8, 768(DX)
+	VPSRLD       $0x1c, Z7, Z7
+	VPANDD       Z1, Z7, Z7
+	VPMULLD      Z0, Z7, Z7
+	VPANDD       Z2, Z7, Z7
+	VPSLLD       $0x04, Z7, Z7
+	VPORD        896(DX), Z7, Z7
+	VMOVDQU32    Z7, 896(DX)
+	ADDQ         $0x00000400, DX
+	ADDQ         $0x04, DI
+	DECQ         R8
+	JNZ          ph_blk
+	MOVQ         tstride+40(FP), DI
+	ADDQ         DI, AX
+	DECQ         BX
+	JNZ          ph_tile
 	VZEROUPPER
 	RET
 

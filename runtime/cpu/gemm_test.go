@@ -35,7 +35,7 @@ func gemmLevels(t *testing.T) []*kernels {
 func TestGemmPackMatchesRef(t *testing.T) {
 	for _, ks := range gemmLevels(t) {
 		rng := rand.New(rand.NewPCG(71, 72))
-		for _, typ := range []planar.Type{planar.Q4_0, planar.Q8_0} {
+		for _, typ := range []planar.Type{planar.Q4_0, planar.Q5_0, planar.Q8_0} {
 			for _, T := range []int{32, 64, 128, 256} {
 				for tiles := 1; tiles <= 3; tiles++ {
 					g := planar.Geometry{Type: typ, N: 16 + rng.IntN(40), K: T * tiles, Columns: 1, KTile: T}
@@ -47,15 +47,23 @@ func TestGemmPackMatchesRef(t *testing.T) {
 					l.init(g)
 					i0 := rng.IntN(g.N - 15) // any first row of the group
 					np, nb := T/32, g.K/32
-					c, s := l.plane[0][0]+i0*l.per[0], l.plane[0][1]+i0*l.per[1]
+					cp, hp, sp := gemmPlanes(typ)
+					at := func(p int) int { return l.plane[0][p] + i0*l.per[p] }
+					high, hstride := 0, 0
+					if hp >= 0 {
+						high, hstride = at(hp), l.per[hp]
+					}
 					want, got := make([]byte, nb*1024), make([]byte, nb*1024)
 					wsc, gsc := make([]float32, nb*32), make([]float32, nb*32)
-					gemmPackRef(typ, blob, c, s, l.per[0], l.per[1], want[64:], wsc[16:], np, tiles, l.tile[0], 16)
+					gemmPackRef(typ, blob, at(cp), high, at(sp), l.per[cp], hstride, l.per[sp], want[64:], wsc[16:], np, tiles, l.tile[0], 16)
 					pack := ks.gemmPackQ4_0
 					if typ == planar.Q8_0 {
 						pack = ks.gemmPackQ8_0
 					}
-					pack(&blob[c], &blob[s], l.per[0], l.per[1], &got[64], &gsc[16], np, tiles, l.tile[0])
+					pack(&blob[at(cp)], &blob[at(sp)], l.per[cp], l.per[sp], &got[64], &gsc[16], np, tiles, l.tile[0])
+					if hp >= 0 {
+						ks.gemmPackHigh(&blob[high], hstride, &got[64], np, tiles, l.tile[0])
+					}
 					name := fmt.Sprintf("%s %s T%d tiles %d rows %d..", ks.name, typ, T, tiles, i0)
 					for i := range want {
 						if got[i] != want[i] {
@@ -106,7 +114,7 @@ func TestGemmMatchesScalar(t *testing.T) {
 		if sim {
 			shapes, tokens = shapes[:2], []int{gemmMinTokens - 1, 9}
 		}
-		for _, typ := range []planar.Type{planar.Q4_0, planar.Q8_0} {
+		for _, typ := range []planar.Type{planar.Q4_0, planar.Q5_0, planar.Q8_0} {
 			for si, g := range shapes {
 				g.Type = typ
 				for arb := 0; arb < 2; arb++ {

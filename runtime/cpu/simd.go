@@ -72,6 +72,7 @@ type kernels struct {
 	gemmI8       func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks, add int)
 	gemmPackQ4_0 func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)
 	gemmPackQ8_0 func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)
+	gemmPackHigh func(high *byte, hstride int, w *byte, np, tiles, tstride int)
 	gemmPrefetch func(p *byte, n, tiles, tstride int)
 }
 
@@ -98,7 +99,7 @@ var avx512Kernels = &kernels{
 	q4_KToks: q4_KToksAVX512, q5_KToks: q5_KToksAVX512, q6_KToks: q6_KToksAVX512,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
 	gemmI8: gemmI8AVX512, gemmPackQ4_0: gemmPackQ4_0AVX512, gemmPackQ8_0: gemmPackQ8_0AVX512,
-	gemmPrefetch: gemmPrefetchAVX512,
+	gemmPackHigh: gemmPackHighAVX512, gemmPrefetch: gemmPrefetchAVX512,
 }
 
 // levels returns the kernel sets this CPU and build run, best first; the

@@ -125,3 +125,5 @@ func gemmPackQ8_0AVX512(codes, scales *byte, cstride, sstride int, w *byte, sc *
 }
 
 func gemmPrefetchAVX512(p *byte, n, tiles, tstride int) { noAsm() }
+
+func gemmPackHighAVX512(high *byte, hstride int, w *byte, np, tiles, tstride int) { noAsm() }

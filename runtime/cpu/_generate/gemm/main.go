@@ -49,6 +49,7 @@ func main() {
 	gemm("gemmI8AVX512")
 	pack("gemmPackQ4_0AVX512", false)
 	pack("gemmPackQ8_0AVX512", true)
+	packHigh()
 	prefetchTiles()
 	Generate()
 }
@@ -57,6 +58,8 @@ const maxT = 6 // tokens per pass
 
 var (
 	c0Fx4, c80x4 Mem
+	cSpread, c01x4 Mem // 0x00204081: four bits to the low bits of four bytes
+	c0Fd           Mem // the dword 0x0000000f
 	idxLo, idxHi Mem // VPERMT2D: kquads 0,1 (2,3) of eight rows from two 4-row vectors
 )
 
@@ -70,6 +73,9 @@ func table(name string, b []byte) Mem {
 
 func constants() {
 	c0Fx4 = table("gemmC0F", []byte{0x0f, 0x0f, 0x0f, 0x0f, 0, 0, 0, 0})
+	cSpread = table("gemmSpread", []byte{0x81, 0x40, 0x20, 0x00, 0, 0, 0, 0})
+	c01x4 = table("gemmC01", []byte{0x01, 0x01, 0x01, 0x01, 0, 0, 0, 0})
+	c0Fd = table("gemmC0Fd", []byte{0x0f, 0, 0, 0, 0, 0, 0, 0})
 	c80x4 = table("gemmC80", []byte{0x80, 0x80, 0x80, 0x80, 0, 0, 0, 0})
 	// Two vectors A (rows 0..3) and B (rows 4..7), lane L of each holding
 	// row L's kquads 0..3 as dwords. Dword m of the result: kquad
@@ -430,5 +436,80 @@ func prefetchTiles() {
 	ADDQ(ts, p)
 	DECQ(tiles)
 	JNZ(LabelRef("pf_tile"))
+	RET()
+}
+
+// packHigh writes gemmPackHighAVX512, the 5th bits of Q5_0 added to a
+// panel laid out by gemmPackQ4_0AVX512 from the codes: bit e of a row's
+// little-endian u32 of the block becomes bit 4 of its element e. The
+// four bits of a kquad are spread to the low bits of four bytes by a
+// multiplication by 0x00204081 (no carries: the shifted copies do not
+// overlap in the bits kept).
+func packHigh() {
+	TEXT("gemmPackHighAVX512", NOSPLIT, "func(high *byte, hstride int, w *byte, np, tiles, tstride int)")
+	Doc("gemmPackHighAVX512 adds the 5th bits of sixteen Q5_0 rows to a panel: row r's",
+		"u32 of block i of tile t at high + r*hstride + 4i + t*tstride; block",
+		"t*np+i of the panel at w + 1024(t*np+i) (the caller adds 64 bytes for the",
+		"second group).")
+	Pragma("noescape")
+	ph := Load(Param("high"), GP64())
+	hs := Load(Param("hstride"), GP64())
+	pw := Load(Param("w"), GP64())
+	tiles := Load(Param("tiles"), GP64())
+	hs3 := GP64()
+	LEAQ(Mem{Base: hs, Index: hs, Scale: 2}, hs3)
+	spread, m0F, m01 := ZMM(), ZMM(), ZMM()
+	VPBROADCASTD(cSpread, spread)
+	VPBROADCASTD(c0Fd, m0F)
+	VPBROADCASTD(c01x4, m01)
+	Label("ph_tile")
+	h0 := GP64()
+	MOVQ(ph, h0)
+	cnt := Load(Param("np"), GP64())
+	Label("ph_blk")
+	// The sixteen rows' u32s, row r in dword r.
+	var x [4]VecVirtual
+	rb := GP64()
+	MOVQ(h0, rb)
+	for q := 0; q < 4; q++ {
+		x[q] = XMM()
+		for L := 0; L < 4; L++ {
+			var m Mem
+			switch L {
+			case 0:
+				m = Mem{Base: rb}
+			case 3:
+				m = Mem{Base: rb, Index: hs3, Scale: 1}
+			default:
+				m = Mem{Base: rb, Index: hs, Scale: uint8(L)}
+			}
+			VPINSRD(U8(L), m, x[q], x[q])
+		}
+		if q < 3 {
+			LEAQ(Mem{Base: rb, Index: hs, Scale: 4}, rb)
+		}
+	}
+	h := ZMM()
+	VINSERTI32X4(U8(1), x[1], x[0].AsY(), x[0].AsY())
+	VINSERTI32X4(U8(1), x[3], x[2].AsY(), x[2].AsY())
+	VINSERTI64X4(U8(1), x[2].AsY(), x[0].AsZ(), h)
+	for k := 0; k < 8; k++ {
+		t := ZMM()
+		VPSRLD(U8(4*k), h, t)
+		VPANDD(m0F, t, t)
+		VPMULLD(spread, t, t)
+		VPANDD(m01, t, t)
+		VPSLLD(U8(4), t, t)
+		VPORD(Mem{Base: pw, Disp: 128 * k}, t, t)
+		VMOVDQU32(t, Mem{Base: pw, Disp: 128 * k})
+	}
+	ADDQ(U32(1024), pw)
+	ADDQ(U8(4), h0)
+	DECQ(cnt)
+	JNZ(LabelRef("ph_blk"))
+	ADDQ(Load(Param("tstride"), GP64()), ph)
+	DECQ(tiles)
+	JNZ(LabelRef("ph_tile"))
+	VZEROUPPER()
 	RET()
 }
