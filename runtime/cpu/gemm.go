@@ -39,7 +39,13 @@ func gemmOK(k *kernels, g planar.Geometry, b int) bool {
 	if k == nil || k.gemmI8 == nil || b < gemmMinTokens || g.KTile%32 != 0 {
 		return false
 	}
-	return g.Type == planar.Q4_0 || g.Type == planar.Q5_0 || g.Type == planar.Q8_0
+	switch g.Type {
+	case planar.Q4_0, planar.Q5_0, planar.Q8_0:
+		return true
+	case planar.Q4_K, planar.Q5_K, planar.Q6_K:
+		return k.gemmQ4K != nil
+	}
+	return false
 }
 
 // gemmOffset is what the weights' unsigned bytes exceed their values by:
@@ -69,6 +75,10 @@ func gemmPlanes(t planar.Type) (codes, high, scales int) {
 // zero) and gives every worker its panel buffers.
 func (j *mmJob) gemmPrepare(p *Pool) {
 	g := j.m.G
+	if kQuant(g.Type) {
+		j.gemmPrepareK(p)
+		return
+	}
 	s := &p.scratch
 	nb := g.K / 32
 	passes := (j.b + gemmToks - 1) / gemmToks
@@ -105,6 +115,7 @@ type gemmPanel struct {
 	w  []byte
 	sc []float32
 	o  []float32
+	ka []byte // the K-quants' scale areas (gemmk.go)
 }
 
 // gemmRun computes rows [lo, hi) of every token with the GEMM, on worker w.
@@ -145,6 +156,10 @@ func (j *mmJob) gemmPrefetch(c, i, n int) {
 // row in the matrix) for every token.
 func (j *mmJob) gemmPanel(w, c, i, n, row0 int) {
 	g := j.m.G
+	if kQuant(g.Type) {
+		j.gemmPanelK(w, c, i, n, row0)
+		return
+	}
 	l := &j.lay
 	s := j.s
 	pn := &s.gp[w]
@@ -222,6 +237,28 @@ const gemmChunk = 32 << 10
 // sstride) + t*tstride in blob; block b of the panel at w[1024b:] and
 // sc[32b:] (the caller offsets both for the second group).
 func gemmPackRef(t planar.Type, blob []byte, codes, high, scales, cstride, hstride, sstride int, w []byte, sc []float32, np, tiles, tstride, rows int) {
+	gemmCodesRef(t, blob, codes, high, cstride, hstride, w, np, tiles, tstride, rows)
+	for tile := 0; tile < tiles; tile++ {
+		for i := 0; i < np; i++ {
+			b := tile*np + i
+			for r := 0; r < 16; r++ {
+				sc[32*b+r] = 0
+				if r < rows {
+					sc[32*b+r] = f16(binary.LittleEndian.Uint16(blob[scales+tile*tstride+r*sstride+2*i:]))
+				}
+			}
+		}
+	}
+}
+
+// gemmCodesRef is the specification of the panels' codes (gemmPack*,
+// gemmCodes*, gemmPackHigh) for every format: blocks of 32 elements, the
+// nibble formats' codes (Q4_0, Q5_0, Q4_K, Q5_K: 16 bytes a block, code
+// 2i in the low nibble of byte i, the 5th bits of Q5_0 and Q5_K a u32 a
+// block in the high plane) as they are, the bytes of Q8_0 and Q6_K XOR
+// 0x80; rows after rows zero.
+func gemmCodesRef(t planar.Type, blob []byte, codes, high, cstride, hstride int, w []byte, np, tiles, tstride, rows int) {
+	bytes := t == planar.Q8_0 || t == planar.Q6_K
 	for tile := 0; tile < tiles; tile++ {
 		for i := 0; i < np; i++ {
 			b := tile*np + i
@@ -230,17 +267,16 @@ func gemmPackRef(t planar.Type, blob []byte, codes, high, scales, cstride, hstri
 					for q := 0; q < 8; q++ {
 						clear(w[1024*b+128*q+4*r:][:4])
 					}
-					sc[32*b+r] = 0
 					continue
 				}
 				c := codes + tile*tstride + r*cstride
 				var hb uint32
-				if t == planar.Q5_0 {
+				if t == planar.Q5_0 || t == planar.Q5_K {
 					hb = binary.LittleEndian.Uint32(blob[high+tile*tstride+r*hstride+4*i:])
 				}
 				for e := 0; e < 32; e++ {
 					var v byte
-					if t == planar.Q8_0 {
+					if bytes {
 						v = blob[c+32*i+e] ^ 0x80
 					} else {
 						v = blob[c+16*i+e/2]
@@ -253,7 +289,6 @@ func gemmPackRef(t planar.Type, blob []byte, codes, high, scales, cstride, hstri
 					}
 					w[1024*b+128*(e/4)+4*r+e%4] = v
 				}
-				sc[32*b+r] = f16(binary.LittleEndian.Uint16(blob[scales+tile*tstride+r*sstride+2*i:]))
 			}
 		}
 	}

@@ -35,6 +35,54 @@ func gemmPackQ4_0AVX512(codes *byte, scales *byte, cstride int, sstride int, w *
 //go:noescape
 func gemmPackQ8_0AVX512(codes *byte, scales *byte, cstride int, sstride int, w *byte, sc *float32, np int, tiles int, tstride int)
 
+// gemmCodesQ4AVX512 lays out the codes of sixteen rows of tiles K-tiles (np blocks of 32
+// each) as the Q4_0 (Q8_0) panels of gemmI8AVX512 are: the K-quants' panels
+// (gemmQ4KAVX512, gemmQ6KAVX512), whose scales gemmScales* lay out.
+//
+//go:noescape
+func gemmCodesQ4AVX512(codes *byte, cstride int, w *byte, np int, tiles int, tstride int)
+
+// gemmCodesQ8AVX512 lays out the codes of sixteen rows of tiles K-tiles (np blocks of 32
+// each) as the Q4_0 (Q8_0) panels of gemmI8AVX512 are: the K-quants' panels
+// (gemmQ4KAVX512, gemmQ6KAVX512), whose scales gemmScales* lay out.
+//
+//go:noescape
+func gemmCodesQ8AVX512(codes *byte, cstride int, w *byte, np int, tiles int, tstride int)
+
+// gemmQ4KAVX512 multiplies a Q4_K and Q5_K panel (w, sc: gemmCodes*, gemmScales*) of rows
+// rows (16 or 32) by toks tokens (1 to 4) of Q8_K activations: token t's codes
+// at a+t*astride, its scale and sums of super-block i at gd[32(4i+t):]; nsb
+// super-blocks, nsbt per K-tile. Token t's outputs go to o+t*ostride bytes,
+// with exactly the arithmetic of dotQ4_K, the first tile's sums stored unless add is 1.
+//
+//go:noescape
+func gemmQ4KAVX512(w *byte, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride int, nsb int, nsbt int, rows int, toks int, add int)
+
+// gemmQ6KAVX512 multiplies a Q6_K panel (w, sc: gemmCodes*, gemmScales*) of rows
+// rows (16 or 32) by toks tokens (1 to 4) of Q8_K activations: token t's codes
+// at a+t*astride, its scale and sums of super-block i at gd[32(4i+t):]; nsb
+// super-blocks, nsbt per K-tile. Token t's outputs go to o+t*ostride bytes,
+// with exactly the arithmetic of dotQ6_K, the first tile's sums stored unless add is 1.
+//
+//go:noescape
+func gemmQ6KAVX512(w *byte, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride int, nsb int, nsbt int, rows int, toks int, add int)
+
+// gemmScalesQ4KAVX512 lays out the scale areas of sixteen Q4_K or Q5_K rows: row r's
+// 16 scalemin bytes and f16 d, dmin of super-block i of tile t at sm +
+// r*mstride + 16i + t*tstride and dm + r*dstride + 4i + t*tstride; area i
+// at sc + 1792i (the caller adds 64 bytes for the second group).
+//
+//go:noescape
+func gemmScalesQ4KAVX512(sm *byte, dm *byte, mstride int, dstride int, sc *byte, nsbt int, tiles int, tstride int)
+
+// gemmScalesQ6KAVX512 lays out the scale areas of sixteen Q6_K rows: row r's 16 int8
+// scales and f16 d of super-block i of tile t at sm + r*mstride + 16i +
+// t*tstride and dm + r*dstride + 2i + t*tstride; area i at sc + 2176i (the
+// caller adds 64 bytes for the second group). See gemmK's layout.
+//
+//go:noescape
+func gemmScalesQ6KAVX512(sm *byte, dm *byte, mstride int, dstride int, sc *byte, nsbt int, tiles int, tstride int)
+
 // gemmPackHighAVX512 adds the 5th bits of sixteen Q5_0 rows to a panel: row r's
 // u32 of block i of tile t at high + r*hstride + 4i + t*tstride; block
 // t*np+i of the panel at w + 1024(t*np+i) (the caller adds 64 bytes for the

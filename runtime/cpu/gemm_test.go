@@ -97,6 +97,14 @@ func TestGemmMatchesScalar(t *testing.T) {
 			calls.Add(1)
 			base.gemmI8(w, sc, a, astride, gd, o, ostride, nb, np, rows, toks, add)
 		}
+		ks.gemmQ4K = func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int) {
+			calls.Add(1)
+			base.gemmQ4K(w, sc, a, astride, gd, o, ostride, nsb, nsbt, rows, toks, add)
+		}
+		ks.gemmQ6K = func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int) {
+			calls.Add(1)
+			base.gemmQ6K(w, sc, a, astride, gd, o, ostride, nsb, nsbt, rows, toks, add)
+		}
 		pools := []*Pool{nil, NewPool(2), NewPool(3)}
 		defer func() {
 			for _, p := range pools {
@@ -110,12 +118,22 @@ func TestGemmMatchesScalar(t *testing.T) {
 			{N: 70, K: 40 * 64, Columns: 4, KTile: 64},
 			{N: 64, K: 512, Columns: 2, KTile: 256},
 		}
+		shapesK := []planar.Geometry{
+			{N: 37, K: 512, Columns: 1, KTile: 256},
+			{N: 300, K: 768, Columns: 8, KTile: 256},
+			{N: 70, K: 12 * 256, Columns: 4, KTile: 512},
+			{N: 33, K: 1024, Columns: 2, KTile: 1024},
+		}
 		tokens := []int{gemmMinTokens - 1, gemmMinTokens, 13, 64}
 		if sim {
-			shapes, tokens = shapes[:2], []int{gemmMinTokens - 1, 9}
+			shapes, shapesK, tokens = shapes[:2], shapesK[:2], []int{gemmMinTokens - 1, 9}
 		}
-		for _, typ := range []planar.Type{planar.Q4_0, planar.Q5_0, planar.Q8_0} {
-			for si, g := range shapes {
+		for _, typ := range []planar.Type{planar.Q4_0, planar.Q5_0, planar.Q8_0, planar.Q4_K, planar.Q5_K, planar.Q6_K} {
+			sh := shapes
+			if kQuant(typ) {
+				sh = shapesK
+			}
+			for si, g := range sh {
 				g.Type = typ
 				for arb := 0; arb < 2; arb++ {
 					var m *Matrix
@@ -152,6 +170,66 @@ func TestGemmMatchesScalar(t *testing.T) {
 							if got[i] != -12345 {
 								t.Fatalf("%s: wrote past y at %d", name, i)
 							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGemmKPackMatchesRef is TestGemmPackMatchesRef for the K-quants:
+// codes (gemmCodes*, and gemmPackHigh for Q5_K) and scale areas
+// (gemmScales*) of arbitrary bytes against gemmCodesRef and gemmScalesRef.
+func TestGemmKPackMatchesRef(t *testing.T) {
+	for _, ks := range gemmLevels(t) {
+		rng := rand.New(rand.NewPCG(75, 76))
+		for _, typ := range []planar.Type{planar.Q4_K, planar.Q5_K, planar.Q6_K} {
+			for _, T := range []int{256, 512} {
+				for tiles := 1; tiles <= 3; tiles++ {
+					g := planar.Geometry{Type: typ, N: 16 + rng.IntN(40), K: T * tiles, Columns: 1, KTile: T}
+					blob := make([]byte, g.Size())
+					for i := range blob {
+						blob[i] = byte(rng.Uint32())
+					}
+					var l blobLayout
+					l.init(g)
+					i0 := rng.IntN(g.N - 15)
+					np, nsbt, nsb := T/32, T/256, g.K/256
+					cp, hp, mp, dp := kPlanes(typ)
+					at := func(p int) int { return l.plane[0][p] + i0*l.per[p] }
+					high, hstride := 0, 0
+					if hp >= 0 {
+						high, hstride = at(hp), l.per[hp]
+					}
+					want, got := make([]byte, nsb*8192), make([]byte, nsb*8192)
+					gemmCodesRef(typ, blob, at(cp), high, l.per[cp], hstride, want[64:], np, tiles, l.tile[0], 16)
+					if typ == planar.Q6_K {
+						ks.gemmCodesQ8(&blob[at(cp)], l.per[cp], &got[64], np, tiles, l.tile[0])
+					} else {
+						ks.gemmCodesQ4(&blob[at(cp)], l.per[cp], &got[64], np, tiles, l.tile[0])
+					}
+					if hp >= 0 {
+						ks.gemmPackHigh(&blob[high], hstride, &got[64], np, tiles, l.tile[0])
+					}
+					wa, ga := make([]byte, nsb*kArea(typ)), make([]byte, nsb*kArea(typ))
+					gemmScalesRef(typ, blob, at(mp), at(dp), l.per[mp], l.per[dp], wa[64:], nsbt, tiles, l.tile[0], 16)
+					if typ == planar.Q6_K {
+						ks.gemmScalesQ6K(&blob[at(mp)], &blob[at(dp)], l.per[mp], l.per[dp], &ga[64], nsbt, tiles, l.tile[0])
+					} else {
+						ks.gemmScalesQ4K(&blob[at(mp)], &blob[at(dp)], l.per[mp], l.per[dp], &ga[64], nsbt, tiles, l.tile[0])
+					}
+					name := fmt.Sprintf("%s %s T%d tiles %d rows %d..", ks.name, typ, T, tiles, i0)
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("%s: panel byte %d (block %d, kquad %d, group %d, row %d): %#02x, want %#02x",
+								name, i, i/1024, i%1024/128, i%128/64, i%64/4, got[i], want[i])
+						}
+					}
+					for i := range wa {
+						if ga[i] != wa[i] {
+							t.Fatalf("%s: scale area %d byte %d (vector %d, group %d, row %d): %#02x, want %#02x",
+								name, i/kArea(typ), i%kArea(typ), i%kArea(typ)/128, i%128/64, i%64/4, ga[i], wa[i])
 						}
 					}
 				}

@@ -73,7 +73,11 @@ type kernels struct {
 	gemmPackQ4_0 func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)
 	gemmPackQ8_0 func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)
 	gemmPackHigh func(high *byte, hstride int, w *byte, np, tiles, tstride int)
-	gemmPrefetch func(p *byte, n, tiles, tstride int)
+	// The K-quants' GEMM (gemmk.go).
+	gemmQ4K, gemmQ6K             func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int)
+	gemmCodesQ4, gemmCodesQ8     func(codes *byte, cstride int, w *byte, np, tiles, tstride int)
+	gemmScalesQ4K, gemmScalesQ6K func(sm, dm *byte, mstride, dstride int, sc *byte, nsbt, tiles, tstride int)
+	gemmPrefetch                 func(p *byte, n, tiles, tstride int)
 }
 
 // avx2Kernels is the AVX2 set (kernels_amd64.s).
@@ -100,6 +104,8 @@ var avx512Kernels = &kernels{
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
 	gemmI8: gemmI8AVX512, gemmPackQ4_0: gemmPackQ4_0AVX512, gemmPackQ8_0: gemmPackQ8_0AVX512,
 	gemmPackHigh: gemmPackHighAVX512, gemmPrefetch: gemmPrefetchAVX512,
+	gemmQ4K: gemmQ4KAVX512, gemmQ6K: gemmQ6KAVX512, gemmCodesQ4: gemmCodesQ4AVX512, gemmCodesQ8: gemmCodesQ8AVX512,
+	gemmScalesQ4K: gemmScalesQ4KAVX512, gemmScalesQ6K: gemmScalesQ6KAVX512,
 }
 
 // levels returns the kernel sets this CPU and build run, best first; the

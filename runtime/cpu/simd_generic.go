@@ -127,3 +127,23 @@ func gemmPackQ8_0AVX512(codes, scales *byte, cstride, sstride int, w *byte, sc *
 func gemmPrefetchAVX512(p *byte, n, tiles, tstride int) { noAsm() }
 
 func gemmPackHighAVX512(high *byte, hstride int, w *byte, np, tiles, tstride int) { noAsm() }
+
+func gemmQ4KAVX512(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int) {
+	noAsm()
+}
+
+func gemmQ6KAVX512(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int) {
+	noAsm()
+}
+
+func gemmCodesQ4AVX512(codes *byte, cstride int, w *byte, np, tiles, tstride int) { noAsm() }
+
+func gemmCodesQ8AVX512(codes *byte, cstride int, w *byte, np, tiles, tstride int) { noAsm() }
+
+func gemmScalesQ4KAVX512(sm, dm *byte, mstride, dstride int, sc *byte, nsbt, tiles, tstride int) {
+	noAsm()
+}
+
+func gemmScalesQ6KAVX512(sm, dm *byte, mstride, dstride int, sc *byte, nsbt, tiles, tstride int) {
+	noAsm()
+}
