@@ -133,7 +133,7 @@ func MatMat(m *Matrix, x, y []float32, b int, pool *Pool) {
 	x, y = x[:b*g.K], y[:b*g.N]
 	j.x, j.y = x, y
 	j.k = active.Load()
-	pool.scratch.prepare(j.k, g.Type, x, b, g.K)
+	pool.scratch.prepare(j.k, g.Type, x, b, g.K, pool)
 	j.vec = j.k != nil && vecOK(g)
 	if j.vec && gemmOK(j.k, g, b) {
 		j.gemm = true

@@ -122,7 +122,7 @@ func shapes(t planar.Type) []planar.Geometry {
 // on |x - that| for each element.
 func quantisedX(t planar.Type, x []float32, b, k int) (xq, bound []float32) {
 	var s scratch
-	s.prepare(nil, t, x, b, k)
+	s.prepare(nil, t, x, b, k, nil)
 	xq = make([]float32, b*k)
 	bound = make([]float32, b*k)
 	switch kindOf(t) {

@@ -45,6 +45,7 @@ type scratch struct {
 	vs  []int32
 	vp  []int8      // one token's codes in permute64 order, for rotate4Permuted
 	vo  [][]float32 // per worker: [rows][tokens] outputs of the token kernels
+	qt  quantTask   // prepare's job
 	gd  []int32     // the GEMM's scales and offset sums (gemmPrepare)
 	gp  []gemmPanel // per worker: the GEMM's panel
 }
@@ -72,28 +73,29 @@ func kindOf(t planar.Type) actKind { return planar.ActOf(t) }
 
 // prepare quantises the b rows of x ([b][k]) for weights of type t; with a
 // kernel set ks (not nil) it uses its quantiser, which gives the same bits
-// for finite activations.
-func (s *scratch) prepare(ks *kernels, t planar.Type, x []float32, b, k int) {
+// for finite activations. The quantised formats' blocks are shared out
+// over pool (nil: the caller's goroutine alone), each block quantised on
+// its own, so the bits do not depend on the pool.
+func (s *scratch) prepare(ks *kernels, t planar.Type, x []float32, b, k int, pool *Pool) {
 	switch kindOf(t) {
-	case actQ8_0:
+	case actQ8_0, actQ8_K:
+		bs, ss := 32, 32 // elements per scale, per sum
+		if kindOf(t) == actQ8_K {
+			bs, ss = 256, 16
+		}
 		s.q = grow(s.q, b*k)
-		s.d = grow(s.d, b*k/32)
-		s.s = grow(s.s, b*k/32)
-		if nb := b * k / 32; ks != nil && nb > 0 {
-			x := x[:32*nb]
-			ks.quantQ8_0(&x[0], &s.q[:32*nb][0], &s.d[:nb][0], &s.s[:nb][0], nb)
+		s.d = grow(s.d, b*k/bs)
+		s.s = grow(s.s, b*k/ss)
+		q := &s.qt
+		*q = quantTask{s: s, ks: ks, x: x, bs: bs}
+		defer func() { q.x = nil }()
+		nb := b * k / bs
+		if pool == nil || nb*bs < 64<<10 {
+			q.Run(0, 0, nb)
 			return
 		}
-		for i := 0; i < b*k/32; i++ {
-			quantQ8_0(x[32*i:32*i+32], s.q[32*i:32*i+32], &s.d[i], &s.s[i])
-		}
-	case actQ8_K:
-		s.q = grow(s.q, b*k)
-		s.d = grow(s.d, b*k/256)
-		s.s = grow(s.s, b*k/16)
-		for i := 0; i < b*k/256; i++ {
-			quantQ8_K(x[256*i:256*i+256], s.q[256*i:256*i+256], &s.d[i], s.s[16*i:16*i+16])
-		}
+		pool.run(nb, (16<<10)/bs, q)
+		return
 	case actF16:
 		s.f = grow(s.f, b*k)
 		for i, v := range x[:b*k] {
@@ -104,6 +106,33 @@ func (s *scratch) prepare(ks *kernels, t planar.Type, x []float32, b, k int) {
 		for i, v := range x[:b*k] {
 			s.f[i] = planar.BF16ToF32(f32ToBF16(v))
 		}
+	}
+}
+
+// quantTask quantises blocks [lo, hi) of bs (32: Q8_0, 256: Q8_K)
+// activations into the scratch.
+type quantTask struct {
+	s  *scratch
+	ks *kernels
+	x  []float32
+	bs int
+}
+
+func (t *quantTask) Run(w, lo, hi int) {
+	s, x := t.s, t.x
+	if t.bs == 32 {
+		if t.ks != nil && hi > lo {
+			xs := x[32*lo : 32*hi]
+			t.ks.quantQ8_0(&xs[0], &s.q[32*lo:32*hi][0], &s.d[lo:hi][0], &s.s[lo:hi][0], hi-lo)
+			return
+		}
+		for i := lo; i < hi; i++ {
+			quantQ8_0(x[32*i:32*i+32], s.q[32*i:32*i+32], &s.d[i], &s.s[i])
+		}
+		return
+	}
+	for i := lo; i < hi; i++ {
+		quantQ8_K(x[256*i:256*i+256], s.q[256*i:256*i+256], &s.d[i], s.s[16*i:16*i+16])
 	}
 }
 
