@@ -39,7 +39,7 @@ const (
 // gemmOK reports whether the GEMM runs a call of b tokens of geometry g
 // with kernel set k.
 func gemmOK(k *kernels, g planar.Geometry, b int) bool {
-	if k == nil || k.gemmI8 == nil || b < gemmMinTokens || g.KTile%32 != 0 {
+	if k == nil || k.gemmI8 == nil && k.gemm2 == nil || b < gemmMinTokens || g.KTile%32 != 0 {
 		return false
 	}
 	switch g.Type {
@@ -209,23 +209,43 @@ func (j *mmJob) gemmPanel(w, c, i, n, row0 int) {
 		if t0 > 0 {
 			add = 1
 		}
-		pw, psc := &pn.w[b0k*1024], &pn.sc[b0k*32]
 		for b0 := 0; b0 < j.b; b0 += gemmToks {
 			nt := min(gemmToks, j.b-b0)
-			a := &s.q[b0*K+32*b0k : (b0+nt-1)*K+32*(b0k+nbc)][0]
-			gd := &s.gd[((b0/gemmToks)*nb+b0k)*gemmToks*2 : ((b0/gemmToks)*nb+b0k+nbc)*gemmToks*2][0]
+			a := s.q[b0*K+32*b0k : (b0+nt-1)*K+32*(b0k+nbc)]
+			gd := s.gd[((b0/gemmToks)*nb+b0k)*gemmToks*2 : ((b0/gemmToks)*nb+b0k+nbc)*gemmToks*2]
 			if n == prows {
-				o := &j.y[b0*N+row0 : (b0+nt-1)*N+row0+n][0]
-				j.k.gemmI8(pw, psc, a, K, gd, o, 4*N, nbc, np, prows, nt, add)
+				o := j.y[b0*N+row0 : (b0+nt-1)*N+row0+n]
+				j.gemmPass(b0k, nbc, np, a, gd, o, N, prows, nt, add, pn)
 				continue
 			}
 			o := pn.o[b0/gemmToks*gemmToks*gemmRows:]
-			j.k.gemmI8(pw, psc, a, K, gd, &o[0], 4*gemmRows, nbc, np, prows, nt, add)
+			j.gemmPass(b0k, nbc, np, a, gd, o, gemmRows, prows, nt, add, pn)
 			if t0+tc >= tiles {
 				for t := 0; t < nt; t++ {
 					copy(j.y[(b0+t)*N+row0:(b0+t)*N+row0+n], o[t*gemmRows:])
 				}
 			}
+		}
+	}
+}
+
+// gemmPass runs one pass of nt tokens over blocks [b0k, b0k+nbc) of the
+// worker's panel (prows rows) into o (token t's outputs at o[t*ostride:],
+// ostride in floats): one call of the AVX-512 kernel, or the AVX2 kernel
+// by sixteen rows and two tokens.
+func (j *mmJob) gemmPass(b0k, nbc, np int, a []int8, gd []int32, o []float32, ostride, prows, nt, add int, pn *gemmPanel) {
+	K := j.m.G.K
+	if j.k.gemmI8 != nil {
+		j.k.gemmI8(&pn.w[b0k*1024], &pn.sc[b0k*32], &a[0], K, &gd[0], &o[0], 4*ostride, nbc, np, prows, nt, add)
+		return
+	}
+	kern := j.k.gemm2
+	if j.m.G.Type == planar.Q8_0 {
+		kern = j.k.gemm2Q8
+	}
+	for t := 0; t < nt; t += 2 {
+		for h := 0; h < prows/16; h++ {
+			kern(&pn.w[b0k*1024+64*h], &pn.sc[b0k*32+16*h], &a[t*K], K, &gd[2*t], &o[t*ostride+16*h], 4*ostride, nbc, np, min(2, nt-t), add)
 		}
 	}
 }

@@ -96,3 +96,42 @@ func gemmPackHighAVX512(high *byte, hstride int, w *byte, np int, tiles int, tst
 //
 //go:noescape
 func gemmPrefetchAVX512(p *byte, n int, tiles int, tstride int)
+
+// gemmPrefetchAVX2 prefetches (PREFETCHT1) the n bytes at p + t*tstride for
+// t < tiles, tiles at least 1; a hint that reads and writes nothing.
+//
+//go:noescape
+func gemmPrefetchAVX2(p *byte, n int, tiles int, tstride int)
+
+// gemm2AVX2 multiplies sixteen rows of a Q4_0 or Q5_0 panel (w and sc at the
+// group: gemmPack*) by toks tokens (1 or 2) with the arguments and
+// arithmetic of gemmI8AVX512 (gd's pass layout: token t's pair at
+// gd[12i+2t:]; the offset sums are not read for Q8_0).
+//
+//go:noescape
+func gemm2AVX2(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride int, nb int, np int, toks int, add int)
+
+// gemm2Q8AVX2 multiplies sixteen rows of a Q8_0 panel (w and sc at the
+// group: gemmPack*) by toks tokens (1 or 2) with the arguments and
+// arithmetic of gemmI8AVX512 (gd's pass layout: token t's pair at
+// gd[12i+2t:]; the offset sums are not read for Q8_0).
+//
+//go:noescape
+func gemm2Q8AVX2(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride int, nb int, np int, toks int, add int)
+
+// gemmPackQ4_0AVX2 is gemmPackQ4_0AVX512 for CPUs without AVX-512: the same panel, eight rows at
+// a time by an 8x8 transposition of dwords.
+//
+//go:noescape
+func gemmPackQ4_0AVX2(codes *byte, scales *byte, cstride int, sstride int, w *byte, sc *float32, np int, tiles int, tstride int)
+
+// gemmPackQ8_0AVX2 is gemmPackQ8_0AVX512 for CPUs without AVX-512: the same panel, eight rows at
+// a time by an 8x8 transposition of dwords.
+//
+//go:noescape
+func gemmPackQ8_0AVX2(codes *byte, scales *byte, cstride int, sstride int, w *byte, sc *float32, np int, tiles int, tstride int)
+
+// gemmPackHighAVX2 is gemmPackHighAVX512 for CPUs without AVX-512.
+//
+//go:noescape
+func gemmPackHighAVX2(high *byte, hstride int, w *byte, np int, tiles int, tstride int)

@@ -12107,16 +12107,1464 @@ TEXT ·gemmPrefetchAVX512(SB), NOSPLIT, $0-32
 	MOVQ tiles+16(FP), DX
 	MOVQ tstride+24(FP), BX
 
-pf_tile:
+gemmPrefetchAVX512_tile:
 	MOVQ AX, SI
 	LEAQ (AX)(CX*1), DI
 
-pf_line:
+gemmPrefetchAVX512_line:
 	PREFETCHT1 (SI)
 	ADDQ       $0x40, SI
 	CMPQ       SI, DI
-	JB         pf_line
+	JB         gemmPrefetchAVX512_line
 	ADDQ       BX, AX
 	DECQ       DX
-	JNZ        pf_tile
+	JNZ        gemmPrefetchAVX512_tile
+	RET
+
+// func gemmPrefetchAVX2(p *byte, n int, tiles int, tstride int)
+// Requires: MMX+
+TEXT ·gemmPrefetchAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+	MOVQ tiles+16(FP), DX
+	MOVQ tstride+24(FP), BX
+
+gemmPrefetchAVX2_tile:
+	MOVQ AX, SI
+	LEAQ (AX)(CX*1), DI
+
+gemmPrefetchAVX2_line:
+	PREFETCHT1 (SI)
+	ADDQ       $0x40, SI
+	CMPQ       SI, DI
+	JB         gemmPrefetchAVX2_line
+	ADDQ       BX, AX
+	DECQ       DX
+	JNZ        gemmPrefetchAVX2_tile
+	RET
+
+DATA gemmOnes16<>+0(SB)/8, $0x0001000100010001
+DATA gemmOnes16<>+8(SB)/8, $0x0001000100010001
+DATA gemmOnes16<>+16(SB)/8, $0x0001000100010001
+DATA gemmOnes16<>+24(SB)/8, $0x0001000100010001
+GLOBL gemmOnes16<>(SB), RODATA|NOPTR, $32
+
+// func gemm2AVX2(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride int, nb int, np int, toks int, add int)
+// Requires: AVX, AVX2
+TEXT ·gemm2AVX2(SB), NOSPLIT, $128-88
+	MOVQ toks+72(FP), AX
+	CMPQ AX, $0x01
+	JNE  gemm2AVX2_t1_no
+	MOVQ w+0(FP), AX
+	MOVQ sc+8(FP), CX
+	MOVQ a+16(FP), DX
+	MOVQ astride+24(FP), BX
+	MOVQ gd+32(FP), BX
+	MOVQ nb+56(FP), SI
+	MOVQ $0x00000001, DI
+	MOVQ add+80(FP), R8
+	SUBQ R8, DI
+
+gemm2AVX2_t1_tile:
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    np+64(FP), R8
+
+gemm2AVX2_t1_blk:
+	VPBROADCASTD 4(BX), Y0
+	VPBROADCASTD 4(BX), Y1
+	VMOVDQU      (AX), Y2
+	VMOVDQU      32(AX), Y3
+	VPBROADCASTD (DX), Y4
+	VPMADDUBSW   Y4, Y2, Y2
+	VPMADDUBSW   Y4, Y3, Y3
+	VMOVDQU      128(AX), Y4
+	VMOVDQU      160(AX), Y5
+	VPBROADCASTD 4(DX), Y6
+	VPMADDUBSW   Y6, Y4, Y4
+	VPADDW       Y4, Y2, Y2
+	VPMADDUBSW   Y6, Y5, Y4
+	VPADDW       Y4, Y3, Y3
+	VMOVDQU      256(AX), Y4
+	VMOVDQU      288(AX), Y5
+	VPBROADCASTD 8(DX), Y6
+	VPMADDUBSW   Y6, Y4, Y4
+	VPADDW       Y4, Y2, Y2
+	VPMADDUBSW   Y6, Y5, Y4
+	VPADDW       Y4, Y3, Y3
+	VMOVDQU      384(AX), Y4
+	VMOVDQU      416(AX), Y5
+	VPBROADCASTD 12(DX), Y6
+	VPMADDUBSW   Y6, Y4, Y4
+	VPADDW       Y4, Y2, Y2
+	VPMADDUBSW   Y6, Y5, Y4
+	VPADDW       Y4, Y3, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y0, Y0
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	VMOVDQU      512(AX), Y2
+	VMOVDQU      544(AX), Y3
+	VPBROADCASTD 16(DX), Y4
+	VPMADDUBSW   Y4, Y2, Y2
+	VPMADDUBSW   Y4, Y3, Y3
+	VMOVDQU      640(AX), Y4
+	VMOVDQU      672(AX), Y5
+	VPBROADCASTD 20(DX), Y6
+	VPMADDUBSW   Y6, Y4, Y4
+	VPADDW       Y4, Y2, Y2
+	VPMADDUBSW   Y6, Y5, Y4
+	VPADDW       Y4, Y3, Y3
+	VMOVDQU      768(AX), Y4
+	VMOVDQU      800(AX), Y5
+	VPBROADCASTD 24(DX), Y6
+	VPMADDUBSW   Y6, Y4, Y4
+	VPADDW       Y4, Y2, Y2
+	VPMADDUBSW   Y6, Y5, Y4
+	VPADDW       Y4, Y3, Y3
+	VMOVDQU      896(AX), Y4
+	VMOVDQU      928(AX), Y5
+	VPBROADCASTD 28(DX), Y6
+	VPMADDUBSW   Y6, Y4, Y4
+	VPADDW       Y4, Y2, Y2
+	VPMADDUBSW   Y6, Y5, Y4
+	VPADDW       Y4, Y3, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y0, Y0
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	VMOVUPS      (CX), Y2
+	VBROADCASTSS (BX), Y3
+	VMULPS       Y3, Y2, Y3
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       Y3, Y0, Y0
+	VADDPS       (SP), Y0, Y0
+	VMOVUPS      Y0, (SP)
+	VMOVUPS      32(CX), Y0
+	VBROADCASTSS (BX), Y2
+	VMULPS       Y2, Y0, Y2
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       Y2, Y1, Y1
+	VADDPS       32(SP), Y1, Y1
+	VMOVUPS      Y1, 32(SP)
+	ADDQ         $0x00000400, AX
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x30, BX
+	DECQ         R8
+	JNZ          gemm2AVX2_t1_blk
+	MOVQ         o+40(FP), R8
+	MOVQ         ostride+48(FP), R9
+	CMPQ         DI, $0x00
+	JE           gemm2AVX2_t1_add
+	VMOVUPS      (SP), Y0
+	VMOVUPS      Y0, (R8)
+	VMOVUPS      32(SP), Y0
+	VMOVUPS      Y0, 32(R8)
+	XORQ         DI, DI
+	JMP          gemm2AVX2_t1_next
+
+gemm2AVX2_t1_add:
+	VMOVUPS (SP), Y0
+	VADDPS  (R8), Y0, Y0
+	VMOVUPS Y0, (R8)
+	VMOVUPS 32(SP), Y0
+	VADDPS  32(R8), Y0, Y0
+	VMOVUPS Y0, 32(R8)
+
+gemm2AVX2_t1_next:
+	MOVQ np+64(FP), R8
+	SUBQ R8, SI
+	JNZ  gemm2AVX2_t1_tile
+	VZEROUPPER
+	RET
+
+gemm2AVX2_t1_no:
+	MOVQ toks+72(FP), AX
+	CMPQ AX, $0x02
+	JNE  gemm2AVX2_t2_no
+	MOVQ w+0(FP), AX
+	MOVQ sc+8(FP), CX
+	MOVQ a+16(FP), DX
+	MOVQ astride+24(FP), BX
+	MOVQ gd+32(FP), SI
+	MOVQ nb+56(FP), DI
+	MOVQ $0x00000001, R8
+	MOVQ add+80(FP), R9
+	SUBQ R9, R8
+
+gemm2AVX2_t2_tile:
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 96(SP)
+	MOVQ    np+64(FP), R9
+
+gemm2AVX2_t2_blk:
+	VPBROADCASTD 4(SI), Y0
+	VPBROADCASTD 12(SI), Y1
+	VPBROADCASTD 4(SI), Y2
+	VPBROADCASTD 12(SI), Y3
+	VMOVDQU      (AX), Y4
+	VMOVDQU      32(AX), Y5
+	VPBROADCASTD (DX), Y6
+	VPMADDUBSW   Y6, Y4, Y7
+	VPMADDUBSW   Y6, Y5, Y6
+	VPBROADCASTD (DX)(BX*1), Y8
+	VPMADDUBSW   Y8, Y4, Y4
+	VPMADDUBSW   Y8, Y5, Y5
+	VMOVDQU      128(AX), Y8
+	VMOVDQU      160(AX), Y9
+	VPBROADCASTD 4(DX), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPADDW       Y11, Y7, Y7
+	VPMADDUBSW   Y10, Y9, Y10
+	VPADDW       Y10, Y6, Y6
+	VPBROADCASTD 4(DX)(BX*1), Y10
+	VPMADDUBSW   Y10, Y8, Y8
+	VPADDW       Y8, Y4, Y4
+	VPMADDUBSW   Y10, Y9, Y8
+	VPADDW       Y8, Y5, Y5
+	VMOVDQU      256(AX), Y8
+	VMOVDQU      288(AX), Y9
+	VPBROADCASTD 8(DX), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPADDW       Y11, Y7, Y7
+	VPMADDUBSW   Y10, Y9, Y10
+	VPADDW       Y10, Y6, Y6
+	VPBROADCASTD 8(DX)(BX*1), Y10
+	VPMADDUBSW   Y10, Y8, Y8
+	VPADDW       Y8, Y4, Y4
+	VPMADDUBSW   Y10, Y9, Y8
+	VPADDW       Y8, Y5, Y5
+	VMOVDQU      384(AX), Y8
+	VMOVDQU      416(AX), Y9
+	VPBROADCASTD 12(DX), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPADDW       Y11, Y7, Y7
+	VPMADDUBSW   Y10, Y9, Y10
+	VPADDW       Y10, Y6, Y6
+	VPBROADCASTD 12(DX)(BX*1), Y10
+	VPMADDUBSW   Y10, Y8, Y8
+	VPADDW       Y8, Y4, Y4
+	VPMADDUBSW   Y10, Y9, Y8
+	VPADDW       Y8, Y5, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y7, Y7
+	VPADDD       Y7, Y0, Y0
+	VPMADDWD     gemmOnes16<>+0(SB), Y4, Y4
+	VPADDD       Y4, Y1, Y1
+	VPMADDWD     gemmOnes16<>+0(SB), Y6, Y6
+	VPADDD       Y6, Y2, Y2
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	VMOVDQU      512(AX), Y4
+	VMOVDQU      544(AX), Y5
+	VPBROADCASTD 16(DX), Y6
+	VPMADDUBSW   Y6, Y4, Y7
+	VPMADDUBSW   Y6, Y5, Y6
+	VPBROADCASTD 16(DX)(BX*1), Y8
+	VPMADDUBSW   Y8, Y4, Y4
+	VPMADDUBSW   Y8, Y5, Y5
+	VMOVDQU      640(AX), Y8
+	VMOVDQU      672(AX), Y9
+	VPBROADCASTD 20(DX), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPADDW       Y11, Y7, Y7
+	VPMADDUBSW   Y10, Y9, Y10
+	VPADDW       Y10, Y6, Y6
+	VPBROADCASTD 20(DX)(BX*1), Y10
+	VPMADDUBSW   Y10, Y8, Y8
+	VPADDW       Y8, Y4, Y4
+	VPMADDUBSW   Y10, Y9, Y8
+	VPADDW       Y8, Y5, Y5
+	VMOVDQU      768(AX), Y8
+	VMOVDQU      800(AX), Y9
+	VPBROADCASTD 24(DX), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPADDW       Y11, Y7, Y7
+	VPMADDUBSW   Y10, Y9, Y10
+	VPADDW       Y10, Y6, Y6
+	VPBROADCASTD 24(DX)(BX*1), Y10
+	VPMADDUBSW   Y10, Y8, Y8
+	VPADDW       Y8, Y4, Y4
+	VPMADDUBSW   Y10, Y9, Y8
+	VPADDW       Y8, Y5, Y5
+	VMOVDQU      896(AX), Y8
+	VMOVDQU      928(AX), Y9
+	VPBROADCASTD 28(DX), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPADDW       Y11, Y7, Y7
+	VPMADDUBSW   Y10, Y9, Y10
+	VPADDW       Y10, Y6, Y6
+	VPBROADCASTD 28(DX)(BX*1), Y10
+	VPMADDUBSW   Y10, Y8, Y8
+	VPADDW       Y8, Y4, Y4
+	VPMADDUBSW   Y10, Y9, Y8
+	VPADDW       Y8, Y5, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y7, Y7
+	VPADDD       Y7, Y0, Y0
+	VPMADDWD     gemmOnes16<>+0(SB), Y4, Y4
+	VPADDD       Y4, Y1, Y1
+	VPMADDWD     gemmOnes16<>+0(SB), Y6, Y6
+	VPADDD       Y6, Y2, Y2
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	VMOVUPS      (CX), Y4
+	VBROADCASTSS (SI), Y5
+	VMULPS       Y5, Y4, Y5
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       Y5, Y0, Y0
+	VADDPS       (SP), Y0, Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS 8(SI), Y0
+	VMULPS       Y0, Y4, Y0
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VADDPS       64(SP), Y1, Y1
+	VMOVUPS      Y1, 64(SP)
+	VMOVUPS      32(CX), Y0
+	VBROADCASTSS (SI), Y1
+	VMULPS       Y1, Y0, Y1
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       32(SP), Y2, Y2
+	VMOVUPS      Y2, 32(SP)
+	VBROADCASTSS 8(SI), Y1
+	VMULPS       Y1, Y0, Y1
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VADDPS       96(SP), Y3, Y3
+	VMOVUPS      Y3, 96(SP)
+	ADDQ         $0x00000400, AX
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x30, SI
+	DECQ         R9
+	JNZ          gemm2AVX2_t2_blk
+	MOVQ         o+40(FP), R9
+	MOVQ         ostride+48(FP), R10
+	CMPQ         R8, $0x00
+	JE           gemm2AVX2_t2_add
+	VMOVUPS      (SP), Y0
+	VMOVUPS      Y0, (R9)
+	VMOVUPS      64(SP), Y0
+	VMOVUPS      Y0, (R9)(R10*1)
+	VMOVUPS      32(SP), Y0
+	VMOVUPS      Y0, 32(R9)
+	VMOVUPS      96(SP), Y0
+	VMOVUPS      Y0, 32(R9)(R10*1)
+	XORQ         R8, R8
+	JMP          gemm2AVX2_t2_next
+
+gemm2AVX2_t2_add:
+	VMOVUPS (SP), Y0
+	VADDPS  (R9), Y0, Y0
+	VMOVUPS Y0, (R9)
+	VMOVUPS 64(SP), Y0
+	VADDPS  (R9)(R10*1), Y0, Y0
+	VMOVUPS Y0, (R9)(R10*1)
+	VMOVUPS 32(SP), Y0
+	VADDPS  32(R9), Y0, Y0
+	VMOVUPS Y0, 32(R9)
+	VMOVUPS 96(SP), Y0
+	VADDPS  32(R9)(R10*1), Y0, Y0
+	VMOVUPS Y0, 32(R9)(R10*1)
+
+gemm2AVX2_t2_next:
+	MOVQ np+64(FP), R9
+	SUBQ R9, DI
+	JNZ  gemm2AVX2_t2_tile
+	VZEROUPPER
+	RET
+
+gemm2AVX2_t2_no:
+	RET
+
+// func gemm2Q8AVX2(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride int, nb int, np int, toks int, add int)
+// Requires: AVX, AVX2
+TEXT ·gemm2Q8AVX2(SB), NOSPLIT, $128-88
+	MOVQ toks+72(FP), AX
+	CMPQ AX, $0x01
+	JNE  gemm2Q8AVX2_t1_no
+	MOVQ w+0(FP), AX
+	MOVQ sc+8(FP), CX
+	MOVQ a+16(FP), DX
+	MOVQ astride+24(FP), BX
+	MOVQ gd+32(FP), BX
+	MOVQ nb+56(FP), SI
+	MOVQ $0x00000001, DI
+	MOVQ add+80(FP), R8
+	SUBQ R8, DI
+
+gemm2Q8AVX2_t1_tile:
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ    np+64(FP), R8
+
+gemm2Q8AVX2_t1_blk:
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPBROADCASTD gemmC80<>+0(SB), Y2
+	VPXOR        (AX), Y2, Y3
+	VPABSB       Y3, Y4
+	VPXOR        32(AX), Y2, Y5
+	VPABSB       Y5, Y6
+	VPBROADCASTD (DX), Y7
+	VPSIGNB      Y3, Y7, Y3
+	VPMADDUBSW   Y3, Y4, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPSIGNB      Y5, Y7, Y3
+	VPMADDUBSW   Y3, Y6, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	VPXOR        128(AX), Y2, Y3
+	VPABSB       Y3, Y4
+	VPXOR        160(AX), Y2, Y5
+	VPABSB       Y5, Y6
+	VPBROADCASTD 4(DX), Y7
+	VPSIGNB      Y3, Y7, Y3
+	VPMADDUBSW   Y3, Y4, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPSIGNB      Y5, Y7, Y3
+	VPMADDUBSW   Y3, Y6, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	VPXOR        256(AX), Y2, Y3
+	VPABSB       Y3, Y4
+	VPXOR        288(AX), Y2, Y5
+	VPABSB       Y5, Y6
+	VPBROADCASTD 8(DX), Y7
+	VPSIGNB      Y3, Y7, Y3
+	VPMADDUBSW   Y3, Y4, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPSIGNB      Y5, Y7, Y3
+	VPMADDUBSW   Y3, Y6, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	VPXOR        384(AX), Y2, Y3
+	VPABSB       Y3, Y4
+	VPXOR        416(AX), Y2, Y5
+	VPABSB       Y5, Y6
+	VPBROADCASTD 12(DX), Y7
+	VPSIGNB      Y3, Y7, Y3
+	VPMADDUBSW   Y3, Y4, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPSIGNB      Y5, Y7, Y3
+	VPMADDUBSW   Y3, Y6, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	VPXOR        512(AX), Y2, Y3
+	VPABSB       Y3, Y4
+	VPXOR        544(AX), Y2, Y5
+	VPABSB       Y5, Y6
+	VPBROADCASTD 16(DX), Y7
+	VPSIGNB      Y3, Y7, Y3
+	VPMADDUBSW   Y3, Y4, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPSIGNB      Y5, Y7, Y3
+	VPMADDUBSW   Y3, Y6, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	VPXOR        640(AX), Y2, Y3
+	VPABSB       Y3, Y4
+	VPXOR        672(AX), Y2, Y5
+	VPABSB       Y5, Y6
+	VPBROADCASTD 20(DX), Y7
+	VPSIGNB      Y3, Y7, Y3
+	VPMADDUBSW   Y3, Y4, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPSIGNB      Y5, Y7, Y3
+	VPMADDUBSW   Y3, Y6, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	VPXOR        768(AX), Y2, Y3
+	VPABSB       Y3, Y4
+	VPXOR        800(AX), Y2, Y5
+	VPABSB       Y5, Y6
+	VPBROADCASTD 24(DX), Y7
+	VPSIGNB      Y3, Y7, Y3
+	VPMADDUBSW   Y3, Y4, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPSIGNB      Y5, Y7, Y3
+	VPMADDUBSW   Y3, Y6, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y1, Y1
+	VPXOR        896(AX), Y2, Y3
+	VPABSB       Y3, Y4
+	VPXOR        928(AX), Y2, Y2
+	VPABSB       Y2, Y5
+	VPBROADCASTD 28(DX), Y6
+	VPSIGNB      Y3, Y6, Y3
+	VPMADDUBSW   Y3, Y4, Y3
+	VPMADDWD     gemmOnes16<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y0, Y0
+	VPSIGNB      Y2, Y6, Y2
+	VPMADDUBSW   Y2, Y5, Y2
+	VPMADDWD     gemmOnes16<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y1, Y1
+	VMOVUPS      (CX), Y2
+	VBROADCASTSS (BX), Y3
+	VMULPS       Y3, Y2, Y3
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       Y3, Y0, Y0
+	VADDPS       (SP), Y0, Y0
+	VMOVUPS      Y0, (SP)
+	VMOVUPS      32(CX), Y0
+	VBROADCASTSS (BX), Y2
+	VMULPS       Y2, Y0, Y2
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       Y2, Y1, Y1
+	VADDPS       32(SP), Y1, Y1
+	VMOVUPS      Y1, 32(SP)
+	ADDQ         $0x00000400, AX
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x30, BX
+	DECQ         R8
+	JNZ          gemm2Q8AVX2_t1_blk
+	MOVQ         o+40(FP), R8
+	MOVQ         ostride+48(FP), R9
+	CMPQ         DI, $0x00
+	JE           gemm2Q8AVX2_t1_add
+	VMOVUPS      (SP), Y0
+	VMOVUPS      Y0, (R8)
+	VMOVUPS      32(SP), Y0
+	VMOVUPS      Y0, 32(R8)
+	XORQ         DI, DI
+	JMP          gemm2Q8AVX2_t1_next
+
+gemm2Q8AVX2_t1_add:
+	VMOVUPS (SP), Y0
+	VADDPS  (R8), Y0, Y0
+	VMOVUPS Y0, (R8)
+	VMOVUPS 32(SP), Y0
+	VADDPS  32(R8), Y0, Y0
+	VMOVUPS Y0, 32(R8)
+
+gemm2Q8AVX2_t1_next:
+	MOVQ np+64(FP), R8
+	SUBQ R8, SI
+	JNZ  gemm2Q8AVX2_t1_tile
+	VZEROUPPER
+	RET
+
+gemm2Q8AVX2_t1_no:
+	MOVQ toks+72(FP), AX
+	CMPQ AX, $0x02
+	JNE  gemm2Q8AVX2_t2_no
+	MOVQ w+0(FP), AX
+	MOVQ sc+8(FP), CX
+	MOVQ a+16(FP), DX
+	MOVQ astride+24(FP), BX
+	MOVQ gd+32(FP), SI
+	MOVQ nb+56(FP), DI
+	MOVQ $0x00000001, R8
+	MOVQ add+80(FP), R9
+	SUBQ R9, R8
+
+gemm2Q8AVX2_t2_tile:
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, (SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 96(SP)
+	MOVQ    np+64(FP), R9
+
+gemm2Q8AVX2_t2_blk:
+	VPXOR        Y0, Y0, Y0
+	VPXOR        Y1, Y1, Y1
+	VPXOR        Y2, Y2, Y2
+	VPXOR        Y3, Y3, Y3
+	VPBROADCASTD gemmC80<>+0(SB), Y4
+	VPXOR        (AX), Y4, Y5
+	VPABSB       Y5, Y6
+	VPXOR        32(AX), Y4, Y7
+	VPABSB       Y7, Y8
+	VPBROADCASTD (DX), Y9
+	VPSIGNB      Y5, Y9, Y10
+	VPMADDUBSW   Y10, Y6, Y10
+	VPMADDWD     gemmOnes16<>+0(SB), Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPSIGNB      Y7, Y9, Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPMADDWD     gemmOnes16<>+0(SB), Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPBROADCASTD (DX)(BX*1), Y9
+	VPSIGNB      Y5, Y9, Y5
+	VPMADDUBSW   Y5, Y6, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VPSIGNB      Y7, Y9, Y5
+	VPMADDUBSW   Y5, Y8, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	VPXOR        128(AX), Y4, Y5
+	VPABSB       Y5, Y6
+	VPXOR        160(AX), Y4, Y7
+	VPABSB       Y7, Y8
+	VPBROADCASTD 4(DX), Y9
+	VPSIGNB      Y5, Y9, Y10
+	VPMADDUBSW   Y10, Y6, Y10
+	VPMADDWD     gemmOnes16<>+0(SB), Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPSIGNB      Y7, Y9, Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPMADDWD     gemmOnes16<>+0(SB), Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPBROADCASTD 4(DX)(BX*1), Y9
+	VPSIGNB      Y5, Y9, Y5
+	VPMADDUBSW   Y5, Y6, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VPSIGNB      Y7, Y9, Y5
+	VPMADDUBSW   Y5, Y8, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	VPXOR        256(AX), Y4, Y5
+	VPABSB       Y5, Y6
+	VPXOR        288(AX), Y4, Y7
+	VPABSB       Y7, Y8
+	VPBROADCASTD 8(DX), Y9
+	VPSIGNB      Y5, Y9, Y10
+	VPMADDUBSW   Y10, Y6, Y10
+	VPMADDWD     gemmOnes16<>+0(SB), Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPSIGNB      Y7, Y9, Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPMADDWD     gemmOnes16<>+0(SB), Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPBROADCASTD 8(DX)(BX*1), Y9
+	VPSIGNB      Y5, Y9, Y5
+	VPMADDUBSW   Y5, Y6, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VPSIGNB      Y7, Y9, Y5
+	VPMADDUBSW   Y5, Y8, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	VPXOR        384(AX), Y4, Y5
+	VPABSB       Y5, Y6
+	VPXOR        416(AX), Y4, Y7
+	VPABSB       Y7, Y8
+	VPBROADCASTD 12(DX), Y9
+	VPSIGNB      Y5, Y9, Y10
+	VPMADDUBSW   Y10, Y6, Y10
+	VPMADDWD     gemmOnes16<>+0(SB), Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPSIGNB      Y7, Y9, Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPMADDWD     gemmOnes16<>+0(SB), Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPBROADCASTD 12(DX)(BX*1), Y9
+	VPSIGNB      Y5, Y9, Y5
+	VPMADDUBSW   Y5, Y6, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VPSIGNB      Y7, Y9, Y5
+	VPMADDUBSW   Y5, Y8, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	VPXOR        512(AX), Y4, Y5
+	VPABSB       Y5, Y6
+	VPXOR        544(AX), Y4, Y7
+	VPABSB       Y7, Y8
+	VPBROADCASTD 16(DX), Y9
+	VPSIGNB      Y5, Y9, Y10
+	VPMADDUBSW   Y10, Y6, Y10
+	VPMADDWD     gemmOnes16<>+0(SB), Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPSIGNB      Y7, Y9, Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPMADDWD     gemmOnes16<>+0(SB), Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPBROADCASTD 16(DX)(BX*1), Y9
+	VPSIGNB      Y5, Y9, Y5
+	VPMADDUBSW   Y5, Y6, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VPSIGNB      Y7, Y9, Y5
+	VPMADDUBSW   Y5, Y8, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	VPXOR        640(AX), Y4, Y5
+	VPABSB       Y5, Y6
+	VPXOR        672(AX), Y4, Y7
+	VPABSB       Y7, Y8
+	VPBROADCASTD 20(DX), Y9
+	VPSIGNB      Y5, Y9, Y10
+	VPMADDUBSW   Y10, Y6, Y10
+	VPMADDWD     gemmOnes16<>+0(SB), Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPSIGNB      Y7, Y9, Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPMADDWD     gemmOnes16<>+0(SB), Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPBROADCASTD 20(DX)(BX*1), Y9
+	VPSIGNB      Y5, Y9, Y5
+	VPMADDUBSW   Y5, Y6, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VPSIGNB      Y7, Y9, Y5
+	VPMADDUBSW   Y5, Y8, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	VPXOR        768(AX), Y4, Y5
+	VPABSB       Y5, Y6
+	VPXOR        800(AX), Y4, Y7
+	VPABSB       Y7, Y8
+	VPBROADCASTD 24(DX), Y9
+	VPSIGNB      Y5, Y9, Y10
+	VPMADDUBSW   Y10, Y6, Y10
+	VPMADDWD     gemmOnes16<>+0(SB), Y10, Y10
+	VPADDD       Y10, Y0, Y0
+	VPSIGNB      Y7, Y9, Y9
+	VPMADDUBSW   Y9, Y8, Y9
+	VPMADDWD     gemmOnes16<>+0(SB), Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPBROADCASTD 24(DX)(BX*1), Y9
+	VPSIGNB      Y5, Y9, Y5
+	VPMADDUBSW   Y5, Y6, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VPSIGNB      Y7, Y9, Y5
+	VPMADDUBSW   Y5, Y8, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y3, Y3
+	VPXOR        896(AX), Y4, Y5
+	VPABSB       Y5, Y6
+	VPXOR        928(AX), Y4, Y4
+	VPABSB       Y4, Y7
+	VPBROADCASTD 28(DX), Y8
+	VPSIGNB      Y5, Y8, Y9
+	VPMADDUBSW   Y9, Y6, Y9
+	VPMADDWD     gemmOnes16<>+0(SB), Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPSIGNB      Y4, Y8, Y8
+	VPMADDUBSW   Y8, Y7, Y8
+	VPMADDWD     gemmOnes16<>+0(SB), Y8, Y8
+	VPADDD       Y8, Y2, Y2
+	VPBROADCASTD 28(DX)(BX*1), Y8
+	VPSIGNB      Y5, Y8, Y5
+	VPMADDUBSW   Y5, Y6, Y5
+	VPMADDWD     gemmOnes16<>+0(SB), Y5, Y5
+	VPADDD       Y5, Y1, Y1
+	VPSIGNB      Y4, Y8, Y4
+	VPMADDUBSW   Y4, Y7, Y4
+	VPMADDWD     gemmOnes16<>+0(SB), Y4, Y4
+	VPADDD       Y4, Y3, Y3
+	VMOVUPS      (CX), Y4
+	VBROADCASTSS (SI), Y5
+	VMULPS       Y5, Y4, Y5
+	VCVTDQ2PS    Y0, Y0
+	VMULPS       Y5, Y0, Y0
+	VADDPS       (SP), Y0, Y0
+	VMOVUPS      Y0, (SP)
+	VBROADCASTSS 8(SI), Y0
+	VMULPS       Y0, Y4, Y0
+	VCVTDQ2PS    Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VADDPS       64(SP), Y1, Y1
+	VMOVUPS      Y1, 64(SP)
+	VMOVUPS      32(CX), Y0
+	VBROADCASTSS (SI), Y1
+	VMULPS       Y1, Y0, Y1
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       32(SP), Y2, Y2
+	VMOVUPS      Y2, 32(SP)
+	VBROADCASTSS 8(SI), Y1
+	VMULPS       Y1, Y0, Y1
+	VCVTDQ2PS    Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VADDPS       96(SP), Y3, Y3
+	VMOVUPS      Y3, 96(SP)
+	ADDQ         $0x00000400, AX
+	ADDQ         $0x00000080, CX
+	ADDQ         $0x20, DX
+	ADDQ         $0x30, SI
+	DECQ         R9
+	JNZ          gemm2Q8AVX2_t2_blk
+	MOVQ         o+40(FP), R9
+	MOVQ         ostride+48(FP), R10
+	CMPQ         R8, $0x00
+	JE           gemm2Q8AVX2_t2_add
+	VMOVUPS      (SP), Y0
+	VMOVUPS      Y0, (R9)
+	VMOVUPS      64(SP), Y0
+	VMOVUPS      Y0, (R9)(R10*1)
+	VMOVUPS      32(SP), Y0
+	VMOVUPS      Y0, 32(R9)
+	VMOVUPS      96(SP), Y0
+	VMOVUPS      Y0, 32(R9)(R10*1)
+	XORQ         R8, R8
+	JMP          gemm2Q8AVX2_t2_next
+
+gemm2Q8AVX2_t2_add:
+	VMOVUPS (SP), Y0
+	VADDPS  (R9), Y0, Y0
+	VMOVUPS Y0, (R9)
+	VMOVUPS 64(SP), Y0
+	VADDPS  (R9)(R10*1), Y0, Y0
+	VMOVUPS Y0, (R9)(R10*1)
+	VMOVUPS 32(SP), Y0
+	VADDPS  32(R9), Y0, Y0
+	VMOVUPS Y0, 32(R9)
+	VMOVUPS 96(SP), Y0
+	VADDPS  32(R9)(R10*1), Y0, Y0
+	VMOVUPS Y0, 32(R9)(R10*1)
+
+gemm2Q8AVX2_t2_next:
+	MOVQ np+64(FP), R9
+	SUBQ R9, DI
+	JNZ  gemm2Q8AVX2_t2_tile
+	VZEROUPPER
+	RET
+
+gemm2Q8AVX2_t2_no:
+	RET
+
+// func gemmPackQ4_0AVX2(codes *byte, scales *byte, cstride int, sstride int, w *byte, sc *float32, np int, tiles int, tstride int)
+// Requires: AVX, AVX2, F16C
+TEXT ·gemmPackQ4_0AVX2(SB), NOSPLIT, $0-72
+	MOVQ codes+0(FP), AX
+	MOVQ scales+8(FP), CX
+	MOVQ cstride+16(FP), DX
+	MOVQ sstride+24(FP), BX
+	MOVQ w+32(FP), SI
+	MOVQ sc+40(FP), DI
+	MOVQ tiles+56(FP), R8
+
+gemmPackQ4_0AVX2_tile:
+	MOVQ AX, R9
+	MOVQ CX, R10
+	MOVQ np+48(FP), R11
+
+gemmPackQ4_0AVX2_blk:
+	MOVQ         R9, R12
+	VMOVDQU      (R12), X0
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X0, X2
+	VPAND        X1, X2, X2
+	VPAND        X1, X0, X0
+	VPUNPCKLBW   X2, X0, X1
+	VPUNPCKHBW   X2, X0, X0
+	VINSERTI128  $0x01, X0, Y1, Y0
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X2
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X2, X3
+	VPAND        X1, X3, X3
+	VPAND        X1, X2, X2
+	VPUNPCKLBW   X3, X2, X1
+	VPUNPCKHBW   X3, X2, X2
+	VINSERTI128  $0x01, X2, Y1, Y2
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X3
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X3, X4
+	VPAND        X1, X4, X4
+	VPAND        X1, X3, X3
+	VPUNPCKLBW   X4, X3, X1
+	VPUNPCKHBW   X4, X3, X3
+	VINSERTI128  $0x01, X3, Y1, Y3
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X4
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X4, X5
+	VPAND        X1, X5, X5
+	VPAND        X1, X4, X4
+	VPUNPCKLBW   X5, X4, X1
+	VPUNPCKHBW   X5, X4, X4
+	VINSERTI128  $0x01, X4, Y1, Y4
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X5
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X5, X6
+	VPAND        X1, X6, X6
+	VPAND        X1, X5, X5
+	VPUNPCKLBW   X6, X5, X1
+	VPUNPCKHBW   X6, X5, X5
+	VINSERTI128  $0x01, X5, Y1, Y5
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X6
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X6, X7
+	VPAND        X1, X7, X7
+	VPAND        X1, X6, X6
+	VPUNPCKLBW   X7, X6, X1
+	VPUNPCKHBW   X7, X6, X6
+	VINSERTI128  $0x01, X6, Y1, Y6
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X7
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X7, X8
+	VPAND        X1, X8, X8
+	VPAND        X1, X7, X7
+	VPUNPCKLBW   X8, X7, X1
+	VPUNPCKHBW   X8, X7, X7
+	VINSERTI128  $0x01, X7, Y1, Y7
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X8
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X8, X9
+	VPAND        X1, X9, X9
+	VPAND        X1, X8, X8
+	VPUNPCKLBW   X9, X8, X1
+	VPUNPCKHBW   X9, X8, X8
+	VINSERTI128  $0x01, X8, Y1, Y8
+	ADDQ         DX, R12
+	VPUNPCKLDQ   Y2, Y0, Y9
+	VPUNPCKHDQ   Y2, Y0, Y0
+	VPUNPCKLDQ   Y4, Y3, Y2
+	VPUNPCKHDQ   Y4, Y3, Y3
+	VPUNPCKLDQ   Y6, Y5, Y4
+	VPUNPCKHDQ   Y6, Y5, Y5
+	VPUNPCKLDQ   Y8, Y7, Y6
+	VPUNPCKHDQ   Y8, Y7, Y7
+	VPUNPCKLQDQ  Y2, Y9, Y8
+	VPUNPCKHQDQ  Y2, Y9, Y2
+	VPUNPCKLQDQ  Y3, Y0, Y9
+	VPUNPCKHQDQ  Y3, Y0, Y0
+	VPUNPCKLQDQ  Y6, Y4, Y3
+	VPUNPCKHQDQ  Y6, Y4, Y4
+	VPUNPCKLQDQ  Y7, Y5, Y6
+	VPUNPCKHQDQ  Y7, Y5, Y5
+	VPERM2I128   $0x20, Y3, Y8, Y7
+	VPERM2I128   $0x31, Y3, Y8, Y3
+	VMOVDQU      Y7, (SI)
+	VMOVDQU      Y3, 512(SI)
+	VPERM2I128   $0x20, Y4, Y2, Y3
+	VPERM2I128   $0x31, Y4, Y2, Y2
+	VMOVDQU      Y3, 128(SI)
+	VMOVDQU      Y2, 640(SI)
+	VPERM2I128   $0x20, Y6, Y9, Y2
+	VPERM2I128   $0x31, Y6, Y9, Y3
+	VMOVDQU      Y2, 256(SI)
+	VMOVDQU      Y3, 768(SI)
+	VPERM2I128   $0x20, Y5, Y0, Y2
+	VPERM2I128   $0x31, Y5, Y0, Y0
+	VMOVDQU      Y2, 384(SI)
+	VMOVDQU      Y0, 896(SI)
+	MOVQ         R9, R12
+	LEAQ         (R9)(DX*8), R12
+	VMOVDQU      (R12), X0
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X0, X2
+	VPAND        X1, X2, X2
+	VPAND        X1, X0, X0
+	VPUNPCKLBW   X2, X0, X1
+	VPUNPCKHBW   X2, X0, X0
+	VINSERTI128  $0x01, X0, Y1, Y0
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X2
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X2, X3
+	VPAND        X1, X3, X3
+	VPAND        X1, X2, X2
+	VPUNPCKLBW   X3, X2, X1
+	VPUNPCKHBW   X3, X2, X2
+	VINSERTI128  $0x01, X2, Y1, Y2
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X3
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X3, X4
+	VPAND        X1, X4, X4
+	VPAND        X1, X3, X3
+	VPUNPCKLBW   X4, X3, X1
+	VPUNPCKHBW   X4, X3, X3
+	VINSERTI128  $0x01, X3, Y1, Y3
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X4
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X4, X5
+	VPAND        X1, X5, X5
+	VPAND        X1, X4, X4
+	VPUNPCKLBW   X5, X4, X1
+	VPUNPCKHBW   X5, X4, X4
+	VINSERTI128  $0x01, X4, Y1, Y4
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X5
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X5, X6
+	VPAND        X1, X6, X6
+	VPAND        X1, X5, X5
+	VPUNPCKLBW   X6, X5, X1
+	VPUNPCKHBW   X6, X5, X5
+	VINSERTI128  $0x01, X5, Y1, Y5
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X6
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X6, X7
+	VPAND        X1, X7, X7
+	VPAND        X1, X6, X6
+	VPUNPCKLBW   X7, X6, X1
+	VPUNPCKHBW   X7, X6, X6
+	VINSERTI128  $0x01, X6, Y1, Y6
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X7
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X7, X8
+	VPAND        X1, X8, X8
+	VPAND        X1, X7, X7
+	VPUNPCKLBW   X8, X7, X1
+	VPUNPCKHBW   X8, X7, X7
+	VINSERTI128  $0x01, X7, Y1, Y7
+	ADDQ         DX, R12
+	VMOVDQU      (R12), X8
+	VPBROADCASTD gemmC0F<>+0(SB), X1
+	VPSRLW       $0x04, X8, X9
+	VPAND        X1, X9, X9
+	VPAND        X1, X8, X8
+	VPUNPCKLBW   X9, X8, X1
+	VPUNPCKHBW   X9, X8, X8
+	VINSERTI128  $0x01, X8, Y1, Y8
+	ADDQ         DX, R12
+	VPUNPCKLDQ   Y2, Y0, Y9
+	VPUNPCKHDQ   Y2, Y0, Y0
+	VPUNPCKLDQ   Y4, Y3, Y2
+	VPUNPCKHDQ   Y4, Y3, Y3
+	VPUNPCKLDQ   Y6, Y5, Y4
+	VPUNPCKHDQ   Y6, Y5, Y5
+	VPUNPCKLDQ   Y8, Y7, Y6
+	VPUNPCKHDQ   Y8, Y7, Y7
+	VPUNPCKLQDQ  Y2, Y9, Y8
+	VPUNPCKHQDQ  Y2, Y9, Y2
+	VPUNPCKLQDQ  Y3, Y0, Y9
+	VPUNPCKHQDQ  Y3, Y0, Y0
+	VPUNPCKLQDQ  Y6, Y4, Y3
+	VPUNPCKHQDQ  Y6, Y4, Y4
+	VPUNPCKLQDQ  Y7, Y5, Y6
+	VPUNPCKHQDQ  Y7, Y5, Y5
+	VPERM2I128   $0x20, Y3, Y8, Y7
+	VPERM2I128   $0x31, Y3, Y8, Y3
+	VMOVDQU      Y7, 32(SI)
+	VMOVDQU      Y3, 544(SI)
+	VPERM2I128   $0x20, Y4, Y2, Y3
+	VPERM2I128   $0x31, Y4, Y2, Y2
+	VMOVDQU      Y3, 160(SI)
+	VMOVDQU      Y2, 672(SI)
+	VPERM2I128   $0x20, Y6, Y9, Y2
+	VPERM2I128   $0x31, Y6, Y9, Y3
+	VMOVDQU      Y2, 288(SI)
+	VMOVDQU      Y3, 800(SI)
+	VPERM2I128   $0x20, Y5, Y0, Y2
+	VPERM2I128   $0x31, Y5, Y0, Y0
+	VMOVDQU      Y2, 416(SI)
+	VMOVDQU      Y0, 928(SI)
+	MOVQ         R10, R12
+	VPINSRW      $0x00, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x01, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x02, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x03, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x04, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x05, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x06, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x07, (R12), X10, X10
+	VCVTPH2PS    X10, Y0
+	VMOVUPS      Y0, (DI)
+	MOVQ         R10, R12
+	LEAQ         (R10)(BX*8), R12
+	VPINSRW      $0x00, (R12), X11, X11
+	ADDQ         BX, R12
+	VPINSRW      $0x01, (R12), X11, X11
+	ADDQ         BX, R12
+	VPINSRW      $0x02, (R12), X11, X11
+	ADDQ         BX, R12
+	VPINSRW      $0x03, (R12), X11, X11
+	ADDQ         BX, R12
+	VPINSRW      $0x04, (R12), X11, X11
+	ADDQ         BX, R12
+	VPINSRW      $0x05, (R12), X11, X11
+	ADDQ         BX, R12
+	VPINSRW      $0x06, (R12), X11, X11
+	ADDQ         BX, R12
+	VPINSRW      $0x07, (R12), X11, X11
+	VCVTPH2PS    X11, Y0
+	VMOVUPS      Y0, 32(DI)
+	ADDQ         $0x00000400, SI
+	ADDQ         $0x00000080, DI
+	ADDQ         $0x10, R9
+	ADDQ         $0x02, R10
+	DECQ         R11
+	JNZ          gemmPackQ4_0AVX2_blk
+	MOVQ         tstride+64(FP), R9
+	ADDQ         R9, AX
+	ADDQ         R9, CX
+	DECQ         R8
+	JNZ          gemmPackQ4_0AVX2_tile
+	VZEROUPPER
+	RET
+
+// func gemmPackQ8_0AVX2(codes *byte, scales *byte, cstride int, sstride int, w *byte, sc *float32, np int, tiles int, tstride int)
+// Requires: AVX, AVX2, F16C
+TEXT ·gemmPackQ8_0AVX2(SB), NOSPLIT, $0-72
+	MOVQ codes+0(FP), AX
+	MOVQ scales+8(FP), CX
+	MOVQ cstride+16(FP), DX
+	MOVQ sstride+24(FP), BX
+	MOVQ w+32(FP), SI
+	MOVQ sc+40(FP), DI
+	MOVQ tiles+56(FP), R8
+
+gemmPackQ8_0AVX2_tile:
+	MOVQ AX, R9
+	MOVQ CX, R10
+	MOVQ np+48(FP), R11
+
+gemmPackQ8_0AVX2_blk:
+	MOVQ         R9, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y0
+	VPXOR        (R12), Y0, Y0
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y1
+	VPXOR        (R12), Y1, Y1
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y2
+	VPXOR        (R12), Y2, Y2
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y3
+	VPXOR        (R12), Y3, Y3
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y4
+	VPXOR        (R12), Y4, Y4
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y5
+	VPXOR        (R12), Y5, Y5
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y6
+	VPXOR        (R12), Y6, Y6
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y7
+	VPXOR        (R12), Y7, Y7
+	ADDQ         DX, R12
+	VPUNPCKLDQ   Y1, Y0, Y8
+	VPUNPCKHDQ   Y1, Y0, Y0
+	VPUNPCKLDQ   Y3, Y2, Y1
+	VPUNPCKHDQ   Y3, Y2, Y2
+	VPUNPCKLDQ   Y5, Y4, Y3
+	VPUNPCKHDQ   Y5, Y4, Y4
+	VPUNPCKLDQ   Y7, Y6, Y5
+	VPUNPCKHDQ   Y7, Y6, Y6
+	VPUNPCKLQDQ  Y1, Y8, Y7
+	VPUNPCKHQDQ  Y1, Y8, Y1
+	VPUNPCKLQDQ  Y2, Y0, Y8
+	VPUNPCKHQDQ  Y2, Y0, Y0
+	VPUNPCKLQDQ  Y5, Y3, Y2
+	VPUNPCKHQDQ  Y5, Y3, Y3
+	VPUNPCKLQDQ  Y6, Y4, Y5
+	VPUNPCKHQDQ  Y6, Y4, Y4
+	VPERM2I128   $0x20, Y2, Y7, Y6
+	VPERM2I128   $0x31, Y2, Y7, Y2
+	VMOVDQU      Y6, (SI)
+	VMOVDQU      Y2, 512(SI)
+	VPERM2I128   $0x20, Y3, Y1, Y2
+	VPERM2I128   $0x31, Y3, Y1, Y1
+	VMOVDQU      Y2, 128(SI)
+	VMOVDQU      Y1, 640(SI)
+	VPERM2I128   $0x20, Y5, Y8, Y1
+	VPERM2I128   $0x31, Y5, Y8, Y2
+	VMOVDQU      Y1, 256(SI)
+	VMOVDQU      Y2, 768(SI)
+	VPERM2I128   $0x20, Y4, Y0, Y1
+	VPERM2I128   $0x31, Y4, Y0, Y0
+	VMOVDQU      Y1, 384(SI)
+	VMOVDQU      Y0, 896(SI)
+	MOVQ         R9, R12
+	LEAQ         (R9)(DX*8), R12
+	VPBROADCASTD gemmC80<>+0(SB), Y0
+	VPXOR        (R12), Y0, Y0
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y1
+	VPXOR        (R12), Y1, Y1
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y2
+	VPXOR        (R12), Y2, Y2
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y3
+	VPXOR        (R12), Y3, Y3
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y4
+	VPXOR        (R12), Y4, Y4
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y5
+	VPXOR        (R12), Y5, Y5
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y6
+	VPXOR        (R12), Y6, Y6
+	ADDQ         DX, R12
+	VPBROADCASTD gemmC80<>+0(SB), Y7
+	VPXOR        (R12), Y7, Y7
+	ADDQ         DX, R12
+	VPUNPCKLDQ   Y1, Y0, Y8
+	VPUNPCKHDQ   Y1, Y0, Y0
+	VPUNPCKLDQ   Y3, Y2, Y1
+	VPUNPCKHDQ   Y3, Y2, Y2
+	VPUNPCKLDQ   Y5, Y4, Y3
+	VPUNPCKHDQ   Y5, Y4, Y4
+	VPUNPCKLDQ   Y7, Y6, Y5
+	VPUNPCKHDQ   Y7, Y6, Y6
+	VPUNPCKLQDQ  Y1, Y8, Y7
+	VPUNPCKHQDQ  Y1, Y8, Y1
+	VPUNPCKLQDQ  Y2, Y0, Y8
+	VPUNPCKHQDQ  Y2, Y0, Y0
+	VPUNPCKLQDQ  Y5, Y3, Y2
+	VPUNPCKHQDQ  Y5, Y3, Y3
+	VPUNPCKLQDQ  Y6, Y4, Y5
+	VPUNPCKHQDQ  Y6, Y4, Y4
+	VPERM2I128   $0x20, Y2, Y7, Y6
+	VPERM2I128   $0x31, Y2, Y7, Y2
+	VMOVDQU      Y6, 32(SI)
+	VMOVDQU      Y2, 544(SI)
+	VPERM2I128   $0x20, Y3, Y1, Y2
+	VPERM2I128   $0x31, Y3, Y1, Y1
+	VMOVDQU      Y2, 160(SI)
+	VMOVDQU      Y1, 672(SI)
+	VPERM2I128   $0x20, Y5, Y8, Y1
+	VPERM2I128   $0x31, Y5, Y8, Y2
+	VMOVDQU      Y1, 288(SI)
+	VMOVDQU      Y2, 800(SI)
+	VPERM2I128   $0x20, Y4, Y0, Y1
+	VPERM2I128   $0x31, Y4, Y0, Y0
+	VMOVDQU      Y1, 416(SI)
+	VMOVDQU      Y0, 928(SI)
+	MOVQ         R10, R12
+	VPINSRW      $0x00, (R12), X9, X9
+	ADDQ         BX, R12
+	VPINSRW      $0x01, (R12), X9, X9
+	ADDQ         BX, R12
+	VPINSRW      $0x02, (R12), X9, X9
+	ADDQ         BX, R12
+	VPINSRW      $0x03, (R12), X9, X9
+	ADDQ         BX, R12
+	VPINSRW      $0x04, (R12), X9, X9
+	ADDQ         BX, R12
+	VPINSRW      $0x05, (R12), X9, X9
+	ADDQ         BX, R12
+	VPINSRW      $0x06, (R12), X9, X9
+	ADDQ         BX, R12
+	VPINSRW      $0x07, (R12), X9, X9
+	VCVTPH2PS    X9, Y0
+	VMOVUPS      Y0, (DI)
+	MOVQ         R10, R12
+	LEAQ         (R10)(BX*8), R12
+	VPINSRW      $0x00, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x01, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x02, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x03, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x04, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x05, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x06, (R12), X10, X10
+	ADDQ         BX, R12
+	VPINSRW      $0x07, (R12), X10, X10
+	VCVTPH2PS    X10, Y0
+	VMOVUPS      Y0, 32(DI)
+	ADDQ         $0x00000400, SI
+	ADDQ         $0x00000080, DI
+	ADDQ         $0x20, R9
+	ADDQ         $0x02, R10
+	DECQ         R11
+	JNZ          gemmPackQ8_0AVX2_blk
+	MOVQ         tstride+64(FP), R9
+	ADDQ         R9, AX
+	ADDQ         R9, CX
+	DECQ         R8
+	JNZ          gemmPackQ8_0AVX2_tile
+	VZEROUPPER
+	RET
+
+// func gemmPackHighAVX2(high *byte, hstride int, w *byte, np int, tiles int, tstride int)
+// Requires: AVX, AVX2
+TEXT ·gemmPackHighAVX2(SB), NOSPLIT, $0-48
+	MOVQ         high+0(FP), AX
+	MOVQ         hstride+8(FP), CX
+	MOVQ         w+16(FP), DX
+	MOVQ         tiles+32(FP), BX
+	VPBROADCASTD gemmSpread<>+0(SB), Y0
+	VPBROADCASTD gemmC0Fd<>+0(SB), Y1
+	VPBROADCASTD gemmC01<>+0(SB), Y2
+
+ph2_tile:
+	MOVQ AX, SI
+	MOVQ np+24(FP), DI
+
+ph2_blk:
+	MOVQ        SI, R8
+	VPINSRD     $0x00, (R8), X3, X3
+	ADDQ        CX, R8
+	VPINSRD     $0x01, (R8), X3, X3
+	ADDQ        CX, R8
+	VPINSRD     $0x02, (R8), X3, X3
+	ADDQ        CX, R8
+	VPINSRD     $0x03, (R8), X3, X3
+	ADDQ        CX, R8
+	VPINSRD     $0x00, (R8), X4, X4
+	ADDQ        CX, R8
+	VPINSRD     $0x01, (R8), X4, X4
+	ADDQ        CX, R8
+	VPINSRD     $0x02, (R8), X4, X4
+	ADDQ        CX, R8
+	VPINSRD     $0x03, (R8), X4, X4
+	VINSERTI128 $0x01, X4, Y3, Y5
+	VPSRLD      $0x00, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        (DX), Y6, Y6
+	VMOVDQU     Y6, (DX)
+	VPSRLD      $0x04, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        128(DX), Y6, Y6
+	VMOVDQU     Y6, 128(DX)
+	VPSRLD      $0x08, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        256(DX), Y6, Y6
+	VMOVDQU     Y6, 256(DX)
+	VPSRLD      $0x0c, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        384(DX), Y6, Y6
+	VMOVDQU     Y6, 384(DX)
+	VPSRLD      $0x10, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        512(DX), Y6, Y6
+	VMOVDQU     Y6, 512(DX)
+	VPSRLD      $0x14, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        640(DX), Y6, Y6
+	VMOVDQU     Y6, 640(DX)
+	VPSRLD      $0x18, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        768(DX), Y6, Y6
+	VMOVDQU     Y6, 768(DX)
+	VPSRLD      $0x1c, Y5, Y5
+	VPAND       Y1, Y5, Y5
+	VPMULLD     Y0, Y5, Y5
+	VPAND       Y2, Y5, Y5
+	VPSLLD      $0x04, Y5, Y5
+	VPOR        896(DX), Y5, Y5
+	VMOVDQU     Y5, 896(DX)
+	MOVQ        SI, R8
+	LEAQ        (SI)(CX*8), R8
+	VPINSRD     $0x00, (R8), X7, X7
+	ADDQ        CX, R8
+	VPINSRD     $0x01, (R8), X7, X7
+	ADDQ        CX, R8
+	VPINSRD     $0x02, (R8), X7, X7
+	ADDQ        CX, R8
+	VPINSRD     $0x03, (R8), X7, X7
+	ADDQ        CX, R8
+	VPINSRD     $0x00, (R8), X8, X8
+	ADDQ        CX, R8
+	VPINSRD     $0x01, (R8), X8, X8
+	ADDQ        CX, R8
+	VPINSRD     $0x02, (R8), X8, X8
+	ADDQ        CX, R8
+	VPINSRD     $0x03, (R8), X8, X8
+	VINSERTI128 $0x01, X8, Y7, Y5
+	VPSRLD      $0x00, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        32(DX), Y6, Y6
+	VMOVDQU     Y6, 32(DX)
+	VPSRLD      $0x04, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        160(DX), Y6, Y6
+	VMOVDQU     Y6, 160(DX)
+	VPSRLD      $0x08, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        288(DX), Y6, Y6
+	VMOVDQU     Y6, 288(DX)
+	VPSRLD      $0x0c, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        416(DX), Y6, Y6
+	VMOVDQU     Y6, 416(DX)
+	VPSRLD      $0x10, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        544(DX), Y6, Y6
+	VMOVDQU     Y6, 544(DX)
+	VPSRLD      $0x14, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        672(DX), Y6, Y6
+	VMOVDQU     Y6, 672(DX)
+	VPSRLD      $0x18, Y5, Y6
+	VPAND       Y1, Y6, Y6
+	VPMULLD     Y0, Y6, Y6
+	VPAND       Y2, Y6, Y6
+	VPSLLD      $0x04, Y6, Y6
+	VPOR        800(DX), Y6, Y6
+	VMOVDQU     Y6, 800(DX)
+	VPSRLD      $0x1c, Y5, Y5
+	VPAND       Y1, Y5, Y5
+	VPMULLD     Y0, Y5, Y5
+	VPAND       Y2, Y5, Y5
+	VPSLLD      $0x04, Y5, Y5
+	VPOR        928(DX), Y5, Y5
+	VMOVDQU     Y5, 928(DX)
+	ADDQ        $0x00000400, DX
+	ADDQ        $0x04, SI
+	DECQ        DI
+	JNZ         ph2_blk
+	MOVQ        tstride+40(FP), SI
+	ADDQ        SI, AX
+	DECQ        BX
+	JNZ         ph2_tile
+	VZEROUPPER
 	RET

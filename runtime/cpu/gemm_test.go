@@ -13,14 +13,14 @@ import (
 // gemmLevels are the kernel sets with the GEMM to check: the AVX-512 set
 // natively where the CPU has it, and under x86sim on any AVX2 machine
 // (so that a CPU without AVX-512 proves the same instructions), which
-// the test logs.
+// the test logs; the AVX2 set natively, and under x86sim too.
 func gemmLevels(t *testing.T) []*kernels {
 	var l []*kernels
 	if haveAVX512 {
 		l = append(l, avx512Kernels)
 	}
 	if haveAVX2 {
-		l = append(l, simSet(t, "avx512-sim", "AVX512", avx512Kernels))
+		l = append(l, simSet(t, "avx512-sim", "AVX512", avx512Kernels), avx2Kernels, simSet(t, "avx2-sim", "AVX2", avx2Kernels))
 	}
 	if len(l) == 0 {
 		t.Skip("no assembly kernels on this machine or build: the GEMM does not run")
@@ -87,23 +87,34 @@ func TestGemmPackMatchesRef(t *testing.T) {
 // and on arbitrary bytes, and compares every output bit for bit: partial
 // panels, groups that split them, K-tiles from 64 to 256, more tiles than
 // one run of the panel holds, passes of one to six tokens, two and three
-// workers. Below gemmMinTokens the GEMM must not run.
+// workers. Below gemmMinTokens the GEMM must not run, nor where the set
+// has none for the format.
 func TestGemmMatchesScalar(t *testing.T) {
 	for _, base := range gemmLevels(t) {
-		sim := base != avx512Kernels
+		sim := base != avx512Kernels && base != avx2Kernels
 		var calls atomic.Int64
 		ks := *base
-		ks.gemmI8 = func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks, add int) {
-			calls.Add(1)
-			base.gemmI8(w, sc, a, astride, gd, o, ostride, nb, np, rows, toks, add)
+		if base.gemmI8 != nil {
+			ks.gemmI8 = func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks, add int) {
+				calls.Add(1)
+				base.gemmI8(w, sc, a, astride, gd, o, ostride, nb, np, rows, toks, add)
+			}
 		}
-		ks.gemmQ4K = func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int) {
-			calls.Add(1)
-			base.gemmQ4K(w, sc, a, astride, gd, o, ostride, nsb, nsbt, rows, toks, add)
+		for _, f := range []*func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, toks, add int){&ks.gemm2, &ks.gemm2Q8} {
+			if k := *f; k != nil {
+				*f = func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, toks, add int) {
+					calls.Add(1)
+					k(w, sc, a, astride, gd, o, ostride, nb, np, toks, add)
+				}
+			}
 		}
-		ks.gemmQ6K = func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int) {
-			calls.Add(1)
-			base.gemmQ6K(w, sc, a, astride, gd, o, ostride, nsb, nsbt, rows, toks, add)
+		for _, f := range []*func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int){&ks.gemmQ4K, &ks.gemmQ6K} {
+			if k := *f; k != nil {
+				*f = func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int) {
+					calls.Add(1)
+					k(w, sc, a, astride, gd, o, ostride, nsb, nsbt, rows, toks, add)
+				}
+			}
 		}
 		pools := []*Pool{nil, NewPool(2), NewPool(3)}
 		defer func() {
@@ -158,7 +169,9 @@ func TestGemmMatchesScalar(t *testing.T) {
 						before := calls.Load()
 						withKernels(&ks, func() { MatMat(m, x, got[:b*g.N], b, pool) })
 						name := fmt.Sprintf("%s %s N%d K%d T%d C%d arbitrary=%v B%d threads %d", base.name, typ, g.N, g.K, g.KTile, g.Columns, arb == 1, b, pool.Threads())
-						if ran := calls.Load() > before; ran != (b >= gemmMinTokens) {
+						// The AVX2 set has no K-quant GEMM.
+						wantGEMM := b >= gemmMinTokens && (!kQuant(typ) || base.gemmQ4K != nil)
+						if ran := calls.Load() > before; ran != wantGEMM {
 							t.Fatalf("%s: GEMM ran: %v", name, ran)
 						}
 						for i := range want {
@@ -183,6 +196,9 @@ func TestGemmMatchesScalar(t *testing.T) {
 // (gemmScales*) of arbitrary bytes against gemmCodesRef and gemmScalesRef.
 func TestGemmKPackMatchesRef(t *testing.T) {
 	for _, ks := range gemmLevels(t) {
+		if ks.gemmQ4K == nil {
+			continue // no K-quant GEMM in this set
+		}
 		rng := rand.New(rand.NewPCG(75, 76))
 		for _, typ := range []planar.Type{planar.Q4_K, planar.Q5_K, planar.Q6_K} {
 			for _, T := range []int{256, 512} {

@@ -73,6 +73,9 @@ type kernels struct {
 	gemmPackQ4_0 func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)
 	gemmPackQ8_0 func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)
 	gemmPackHigh func(high *byte, hstride int, w *byte, np, tiles, tstride int)
+	// The AVX2 set's kernels in place of gemmI8: sixteen rows, one or two
+	// tokens a call; gemm2Q8 for Q8_0.
+	gemm2, gemm2Q8 func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, toks, add int)
 	// The K-quants' GEMM (gemmk.go).
 	gemmQ4K, gemmQ6K             func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int)
 	gemmCodesQ4, gemmCodesQ8     func(codes *byte, cstride int, w *byte, np, tiles, tstride int)
@@ -88,6 +91,9 @@ var avx2Kernels = &kernels{
 	q4_0Toks: q4_0ToksAVX2, q5_0Toks: q5_0ToksAVX2, q8_0Toks: q8_0ToksAVX2,
 	q4_KToks: q4_KToksAVX2, q5_KToks: q5_KToksAVX2, q6_KToks: q6_KToksAVX2,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
+	gemm2: gemm2AVX2, gemm2Q8: gemm2Q8AVX2,
+	gemmPackQ4_0: gemmPackQ4_0AVX2, gemmPackQ8_0: gemmPackQ8_0AVX2, gemmPackHigh: gemmPackHighAVX2,
+	gemmPrefetch: gemmPrefetchAVX2,
 }
 
 // avx512Kernels is the AVX-512 set (AVX512F, BW, VL and VNNI; generated

@@ -147,3 +147,23 @@ func gemmScalesQ4KAVX512(sm, dm *byte, mstride, dstride int, sc *byte, nsbt, til
 func gemmScalesQ6KAVX512(sm, dm *byte, mstride, dstride int, sc *byte, nsbt, tiles, tstride int) {
 	noAsm()
 }
+
+func gemm2AVX2(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, toks, add int) {
+	noAsm()
+}
+
+func gemm2Q8AVX2(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, toks, add int) {
+	noAsm()
+}
+
+func gemmPackQ4_0AVX2(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int) {
+	noAsm()
+}
+
+func gemmPackQ8_0AVX2(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int) {
+	noAsm()
+}
+
+func gemmPackHighAVX2(high *byte, hstride int, w *byte, np, tiles, tstride int) { noAsm() }
+
+func gemmPrefetchAVX2(p *byte, n, tiles, tstride int) { noAsm() }

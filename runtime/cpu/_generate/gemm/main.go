@@ -56,7 +56,9 @@ func main() {
 	packScalesK("gemmScalesQ4KAVX512", false)
 	packScalesK("gemmScalesQ6KAVX512", true)
 	packHigh()
-	prefetchTiles()
+	prefetchTiles("gemmPrefetchAVX512")
+	prefetchTiles("gemmPrefetchAVX2")
+	avx2()
 	Generate()
 }
 
@@ -425,27 +427,27 @@ func pack(name string, q8, scales bool) {
 // prefetchTiles writes gemmPrefetchAVX512: PREFETCHT1 of n bytes at p in
 // each of tiles tiles, tstride bytes apart (the next panel's weights, into
 // L2 while the tokens run over this one).
-func prefetchTiles() {
-	TEXT("gemmPrefetchAVX512", NOSPLIT, "func(p *byte, n, tiles, tstride int)")
-	Doc("gemmPrefetchAVX512 prefetches (PREFETCHT1) the n bytes at p + t*tstride for",
+func prefetchTiles(name string) {
+	TEXT(name, NOSPLIT, "func(p *byte, n, tiles, tstride int)")
+	Doc(name+" prefetches (PREFETCHT1) the n bytes at p + t*tstride for",
 		"t < tiles, tiles at least 1; a hint that reads and writes nothing.")
 	Pragma("noescape")
 	p := Load(Param("p"), GP64())
 	n := Load(Param("n"), GP64())
 	tiles := Load(Param("tiles"), GP64())
 	ts := Load(Param("tstride"), GP64())
-	Label("pf_tile")
+	Label(name + "_tile")
 	q, end := GP64(), GP64()
 	MOVQ(p, q)
 	LEAQ(Mem{Base: p, Index: n, Scale: 1}, end)
-	Label("pf_line")
+	Label(name + "_line")
 	PREFETCHT1(Mem{Base: q})
 	ADDQ(U8(64), q)
 	CMPQ(q, end)
-	JB(LabelRef("pf_line"))
+	JB(LabelRef(name + "_line"))
 	ADDQ(ts, p)
 	DECQ(tiles)
-	JNZ(LabelRef("pf_tile"))
+	JNZ(LabelRef(name + "_tile"))
 	RET()
 }
 
