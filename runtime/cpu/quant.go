@@ -123,7 +123,7 @@ func (t *quantTask) Run(w, lo, hi int) {
 	if t.bs == 32 {
 		if t.ks != nil && hi > lo {
 			xs := x[32*lo : 32*hi]
-			t.ks.quantQ8_0(&xs[0], &s.q[32*lo:32*hi][0], &s.d[lo:hi][0], &s.s[lo:hi][0], hi-lo)
+			t.ks.quantQ8_0(&xs[0], &s.q[32*lo : 32*hi][0], &s.d[lo:hi][0], &s.s[lo:hi][0], hi-lo)
 			return
 		}
 		for i := lo; i < hi; i++ {

@@ -170,7 +170,7 @@ func variant2(lbl string, T int, q8 bool, acc Mem) {
 			VBROADCASTSS(Mem{Base: pg, Disp: 8 * t}, s)
 			VMULPS(s, dw, s) // dw * da
 			VCVTDQ2PS(I[r][t], I[r][t])
-			VMULPS(s, I[r][t], I[r][t])      // float32(v) * (dw * da)
+			VMULPS(s, I[r][t], I[r][t])          // float32(v) * (dw * da)
 			VADDPS(facc(r, t), I[r][t], I[r][t]) // acc + ...
 			VMOVUPS(I[r][t], facc(r, t))
 		}
