@@ -134,8 +134,10 @@ func MatMat(m *Matrix, x, y []float32, b int, pool *Pool) {
 	j.x, j.y = x, y
 	j.k = active.Load()
 	pool.scratch.prepare(j.k, g.Type, x, b, g.K, pool)
-	j.vec = j.k != nil && vecOK(g)
-	if j.vec && gemmOK(j.k, g, b) {
+	// A batch takes the GEMM, or the set's token kernel for the format
+	// (the K-quants on AVX2), or else the scalar kernels.
+	j.vec = j.k != nil && vecOK(g) && (b == 1 || gemmOK(j.k, g, b) || toksOK(j.k, g.Type))
+	if j.vec && b > 1 && gemmOK(j.k, g, b) {
 		j.gemm = true
 		j.gemmPrepare(pool)
 	} else if j.vec {

@@ -42,8 +42,6 @@ type scratch struct {
 	xbp []int16   // sums of pairs of bsums (Q8_K activations)
 	vq  []int8
 	vd  []float32
-	vs  []int32
-	vp  []int8      // one token's codes in permute64 order, for rotate4Permuted
 	vo  [][]float32 // per worker: [rows][tokens] outputs of the token kernels
 	qt  quantTask   // prepare's job
 	gd  []int32     // the GEMM's scales and offset sums (gemmPrepare)

@@ -18,16 +18,17 @@ import (
 // order, store or add into y), four rows or four tokens at a time, one per
 // vector lane. F32, F16 and BF16 weights keep the scalar kernels.
 //
-// Two kernels per format:
+// Per format:
 //
 //   - a rows kernel for MatVec (one token): four rows per step, the
 //     lanes of the float vectors being the rows; it writes y directly.
 //     The rows of a call beyond a multiple of four take the scalar kernel.
-//   - a token kernel for MatMat (two tokens or more): one row at a time,
-//     the lanes being four tokens, two groups of four per pass so that one
-//     unpacking of the row's weights serves eight tokens; it writes a
-//     [rows][tokens] buffer per worker, copied to y once all the K-tiles of
-//     a block of rows are summed.
+//   - for MatMat (two tokens or more), the GEMM of gemm.go (every format on
+//     AVX-512; Q4_0, Q5_0 and Q8_0 on AVX2), and on AVX2 for the K-quants a
+//     token kernel: one row at a time, the lanes being four tokens, two
+//     groups of four per pass so that one unpacking of the row's weights
+//     serves eight tokens; it writes a [rows][tokens] buffer per worker,
+//     copied to y once all the K-tiles of a block of rows are summed.
 //
 // The activation quantiser of Q8_0 (quantQ8_0AVX2) and the reordering of
 // the codes for the nibble formats (permute64AVX2, whose reference is
@@ -35,8 +36,8 @@ import (
 // quantiser.
 //
 // The AVX-512 set (avx512Kernels, _generate/avx512.go; AVX512F, BW, VL
-// and VNNI) has the same arguments, layouts and bits, with its own rows and
-// token kernels for every format: VPDPBUSD and VPDPWSSD form
+// and VNNI) has the same arguments, layouts and bits, with its own rows
+// kernels and GEMM for every format: VPDPBUSD and VPDPWSSD form
 // the same exact int32 sums with fewer instructions, 64 bytes of weights
 // per load, the Q4_0, Q5_0 and Q8_0 rows kernels eight rows per step. Where the
 // CPU has no AVX-512 the tests run it under x86sim (sim_test.go).
@@ -58,9 +59,6 @@ type kernels struct {
 	q5_KRows func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)
 	q6_KRows func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int)
 
-	q4_0Toks func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)
-	q5_0Toks func(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int)
-	q8_0Toks func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, ag, dg, np, groups int, o *float32, ostride, rows, add int)
 	q4_KToks func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)
 	q5_KToks func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)
 	q6_KToks func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int)
@@ -88,7 +86,6 @@ var avx2Kernels = &kernels{
 	name:     "avx2",
 	q4_0Rows: q4_0RowsAVX2, q5_0Rows: q5_0RowsAVX2, q8_0Rows: q8_0RowsAVX2,
 	q4_KRows: q4_KRowsAVX2, q5_KRows: q5_KRowsAVX2, q6_KRows: q6_KRowsAVX2,
-	q4_0Toks: q4_0ToksAVX2, q5_0Toks: q5_0ToksAVX2, q8_0Toks: q8_0ToksAVX2,
 	q4_KToks: q4_KToksAVX2, q5_KToks: q5_KToksAVX2, q6_KToks: q6_KToksAVX2,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
 	gemm2: gemm2AVX2, gemm2Q8: gemm2Q8AVX2,
@@ -97,16 +94,15 @@ var avx2Kernels = &kernels{
 }
 
 // avx512Kernels is the AVX-512 set (AVX512F, BW, VL and VNNI; generated
-// by _generate/avx512.go into kernels_amd64.s). It has its own rows
-// kernels (MatVec, decode) and token kernels (MatMat, prefill) for every
-// quantised format; the activation quantiser (quantQ8_0) and permute64
-// are the AVX2 ones, which every AVX-512 CPU runs.
+// by _generate/avx512.go into kernels_amd64.s and _generate/gemm into
+// gemm_amd64.s). It has its own rows kernels (MatVec, decode) and GEMM
+// (MatMat, prefill) for every quantised format, so no token kernels; the
+// activation quantiser (quantQ8_0) and permute64 are the AVX2 ones, which
+// every AVX-512 CPU runs.
 var avx512Kernels = &kernels{
 	name:     "avx512",
 	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX512, q8_0Rows: q8_0RowsAVX512,
 	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX512, q6_KRows: q6_KRowsAVX512,
-	q4_0Toks: q4_0ToksAVX512, q5_0Toks: q5_0ToksAVX512, q8_0Toks: q8_0ToksAVX512,
-	q4_KToks: q4_KToksAVX512, q5_KToks: q5_KToksAVX512, q6_KToks: q6_KToksAVX512,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
 	gemmI8: gemmI8AVX512, gemmPackQ4_0: gemmPackQ4_0AVX512, gemmPackQ8_0: gemmPackQ8_0AVX512,
 	gemmPackHigh: gemmPackHighAVX512, gemmPrefetch: gemmPrefetchAVX512,
@@ -223,59 +219,24 @@ func permute64(dst, src []int8) {
 	}
 }
 
-// rotate4Permuted writes token l (of 4) of a group's Q4_0 or Q5_0 token-kernel
-// layout dst (4*len(src) codes), from its codes src: for each unit of 64
-// (blocks A and B), 256 bytes in which the four tokens are interleaved the
-// way the kernels meet the weights' nibbles rotated four ways.
-//
-// The kernels load 32 code bytes (A's 16 then B's: lane A and lane B), take
-// lo (low nibbles: even elements) and hi (odd elements), and rotate each
-// 128-bit lane by k dwords (VPSHUFD, k = 0..3): byte 4c+e of a lane then
-// holds the nibble of byte 4((c+k)%4)+e. Vector k, h of the unit (at byte
-// 64k+32h) holds, at byte 16L+4c+e, token c's element of block L that meets
-// that nibble: 2(4((c+k)%4)+e)+h. So in the byte products of one token
-// group every 4-byte chunk c belongs to token c; their sum over the eight
-// vectors (in int16, VPMADDUBSW then VPADDW, 16 products of at most
-// 15*128 or, for Q5_0, two sums of 8 products of at most 31*128) and one
-// VPMADDWD leave token c's dot product with block L in dword c of lane L,
-// with no horizontal reduction. Across k each chunk meets every position
-// of its lane once, and across h both nibbles, so every product is there.
-//
-// It takes the token's codes as permute64 orders them (A's even elements,
-// B's even, A's odd, B's odd: element 2q+h of block L at 32h+16L+q) and
-// moves whole 4-byte chunks: chunk c of lane L of vector k, h is chunk
-// (c+k)%4 of the quarter 2h+L of the permuted unit. The test's rotate4 is
-// the element-by-element definition.
-func rotate4Permuted(dst, p []int8, l int) {
-	for u := 0; u+64 <= len(p); u += 64 {
-		x := p[u : u+64]
-		d := dst[4*u : 4*u+256]
-		for k := 0; k < 4; k++ {
-			from := 4 * ((l + k) % 4)
-			for q := 0; q < 4; q++ { // q = 2h+L
-				*(*[4]int8)(d[64*k+16*q+4*l:]) = *(*[4]int8)(x[16*q+from:])
-			}
-		}
-	}
-}
-
 // prepareVec lays out the activations quantised by prepare (b tokens of k
 // elements) for the vector kernels, in groups of gs tokens (1 for the rows
-// kernels, 4 for the token kernels); the tokens after b in the last group
-// are zero. With u = 64 (Q8_0 activations) or 256 (Q8_K):
+// kernels, 4 for the K-quants' token kernels: Q8_0 activations only come
+// with gs = 1); the tokens after b in the last group are zero. With u = 64
+// (Q8_0 activations) or 256 (Q8_K):
 //
-//	xa  [ceil(b/gs)][k/u][gs][u]   codes; in each 64, permute64 for nibble formats,
-//	                               but for Q4_0 and Q5_0 with gs = 4 each unit of
-//	                               gs*u = 256 holds the 4 tokens as rotate4 says
+//	xa  [ceil(b/gs)][k/u][gs][u]   codes; in each 64, permute64 for nibble formats
 //	xd  [ceil(b/gs)][k/bs][gs]     scales, bs = 32 or 256
-//	xs  [ceil(b/gs)][k/32][gs]     code sums (Q8_0 activations); with gs = 4
-//	                               times 8 (Q4_0) or 16 (Q5_0)
+//	xs  [b][k/32]                  code sums (Q8_0 activations)
 //	xbp [ceil(b/gs)][k/256][gs][8] bsums[2j]+bsums[2j+1] (Q8_K activations)
 //
 // With gs = 1 these are the token-major arrays of prepare, which are used
 // as they are where the layout is the same.
 func (s *scratch) prepareVec(ks *kernels, t planar.Type, b, k, gs int) {
 	kind := kindOf(t)
+	if kind == actQ8_0 && gs != 1 {
+		panic("cpu: prepareVec: Q8_0 activations are laid out one token per group")
+	}
 	u, bs := 64, 32
 	if kind == actQ8_K {
 		u, bs = 256, 256
@@ -299,10 +260,6 @@ func (s *scratch) prepareVec(ks *kernels, t planar.Type, b, k, gs int) {
 				for c := 0; c < k/u; c++ {
 					copy(s.vq[at+c*gs*u:][:u], src[c*u:])
 				}
-			case u == 64 && gs == 4:
-				s.vp = grow(s.vp, k)
-				ks.permute64(&s.vp[0], &src[0], k/64, 64)
-				rotate4Permuted(s.vq[g*gs*k:(g+1)*gs*k], s.vp, l)
 			case u == 64:
 				ks.permute64(&s.vq[at : at+(k/64-1)*gs*64+64][0], &src[0], k/64, gs*64)
 			default:
@@ -330,25 +287,6 @@ func (s *scratch) prepareVec(ks *kernels, t planar.Type, b, k, gs int) {
 			}
 		}
 		s.xd = s.vd
-		if kind == actQ8_0 {
-			// The token kernels take the sums times the weights' offset
-			// (w = q-8 for Q4_0, q-16 for Q5_0).
-			bias := int32(8)
-			if t == planar.Q5_0 {
-				bias = 16
-			}
-			s.vs = grow(s.vs, ng*nbk*gs)
-			for tok := 0; tok < ng*gs; tok++ {
-				g, l := tok/gs, tok%gs
-				for i := 0; i < nbk; i++ {
-					s.vs[(g*nbk+i)*gs+l] = 0
-					if tok < b {
-						s.vs[(g*nbk+i)*gs+l] = bias * s.s[tok*nbk+i]
-					}
-				}
-			}
-			s.xs = s.vs
-		}
 	}
 	if kind == actQ8_K {
 		s.xbp = grow(s.xbp, ng*nbk*gs*8)
@@ -400,6 +338,19 @@ func (j *mmJob) vecPlan(p *Pool) {
 	for w := range s.vo {
 		s.vo[w] = grow(s.vo[w], j.rbv*j.tbv)
 	}
+}
+
+// toksOK reports whether set k has a token kernel for t.
+func toksOK(k *kernels, t planar.Type) bool {
+	switch t {
+	case planar.Q4_K:
+		return k.q4_KToks != nil
+	case planar.Q5_K:
+		return k.q5_KToks != nil
+	case planar.Q6_K:
+		return k.q6_KToks != nil
+	}
+	return false
 }
 
 // multiTile reports whether the token kernel of t runs several K-tiles per
@@ -572,10 +523,6 @@ func (j *mmJob) toksTiles(c, t0, nt, i, n, g0, ng int, o []float32) {
 	d := &s.xd[lo:hi][0]
 	dg := 16 * nbk
 	switch g.Type {
-	case planar.Q4_0:
-		j.k.q4_0Toks(pl(0), pl(1), per[0], per[1], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add, nt, ts)
-	case planar.Q5_0:
-		j.k.q5_0Toks(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, &s.xs[lo:hi][0], ag, dg, nb/2, ng, op, ost, n, add, nt, ts)
 	case planar.Q4_K:
 		bp := &s.xbp[8*lo : 8*hi][0]
 		j.k.q4_KToks(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, bp, ag, dg, 4*dg, nb, ng, op, ost, n, add, nt, ts)
@@ -585,8 +532,9 @@ func (j *mmJob) toksTiles(c, t0, nt, i, n, g0, ng int, o []float32) {
 	}
 }
 
-// toksTile runs the token kernel on rows [i, i+n) of group c, K-tile t,
-// token groups [g0, g0+ng) (four tokens each), into o ([n][4*ng]).
+// toksTile runs the Q6_K token kernel (one K-tile per call) on rows [i,
+// i+n) of group c, K-tile t, token groups [g0, g0+ng) (four tokens each),
+// into o ([n][4*ng]).
 func (j *mmJob) toksTile(c, t, i, n, g0, ng int, o []float32) {
 	var off [4]int
 	for p := 0; p < j.lay.np; p++ {
@@ -606,16 +554,9 @@ func (j *mmJob) toksTile(c, t, i, n, g0, ng int, o []float32) {
 	a := &s.xa[g0*ag+4*t*T : (g0+ng-1)*ag+4*(t+1)*T][0]
 	op := &o[:n*4*ng][0]
 	ost := 16 * ng
-	switch g.Type {
-	case planar.Q8_0:
-		nb, nbk := T/32, K/32
-		lo, hi := (g0*nbk+t*nb)*4, ((g0+ng-1)*nbk+(t+1)*nb)*4
-		j.k.q8_0Toks(pl(0), pl(1), per[0], per[1], a, &s.xd[lo:hi][0], ag, 16*nbk, nb/2, ng, op, ost, n, add)
-	default:
-		nsb, nbk := T/256, K/256
-		lo, hi := (g0*nbk+t*nsb)*4, ((g0+ng-1)*nbk+(t+1)*nsb)*4
-		d := &s.xd[lo:hi][0]
-		dg := 16 * nbk
-		j.k.q6_KToks(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, ag, dg, nsb, ng, op, ost, n, add)
-	}
+	nsb, nbk := T/256, K/256
+	lo, hi := (g0*nbk+t*nsb)*4, ((g0+ng-1)*nbk+(t+1)*nsb)*4
+	d := &s.xd[lo:hi][0]
+	dg := 16 * nbk
+	j.k.q6_KToks(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, ag, dg, nsb, ng, op, ost, n, add)
 }

@@ -36,18 +36,6 @@ func q6_KRowsAVX2(codes, scales, dp *byte, cstride, sstride, dstride int, a *int
 	noAsm()
 }
 
-func q4_0ToksAVX2(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
-	noAsm()
-}
-
-func q5_0ToksAVX2(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
-	noAsm()
-}
-
-func q8_0ToksAVX2(codes, scales *byte, cstride, sstride int, a *int8, d *float32, ag, dg, np, groups int, o *float32, ostride, rows, add int) {
-	noAsm()
-}
-
 func q4_KToksAVX2(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
 	noAsm()
 }
@@ -80,35 +68,11 @@ func q6_KRowsAVX512(codes, scales, dp *byte, cstride, sstride, dstride int, a *i
 	noAsm()
 }
 
-func q4_0ToksAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
-	noAsm()
-}
-
-func q8_0ToksAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *float32, ag, dg, np, groups int, o *float32, ostride, rows, add int) {
-	noAsm()
-}
-
-func q4_KToksAVX512(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
-	noAsm()
-}
-
-func q6_KToksAVX512(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int) {
-	noAsm()
-}
-
 func q5_0RowsAVX512(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int) {
 	noAsm()
 }
 
-func q5_0ToksAVX512(codes, high, scales *byte, cstride, hstride, sstride int, a *int8, d *float32, s *int32, ag, dg, np, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
-	noAsm()
-}
-
 func q5_KRowsAVX512(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int) {
-	noAsm()
-}
-
-func q5_KToksAVX512(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
 	noAsm()
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -432,59 +431,6 @@ func FuzzQuantQ8_0(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestRotate4Permuted checks the chunk-moving rotate4 against rotate4 on
-// every token slot of a group.
-func TestRotate4Permuted(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	const k = 192
-	src := make([]int8, k)
-	for i := range src {
-		src[i] = int8(rng.IntN(256) - 128)
-	}
-	p := make([]int8, k)
-	for c := 0; c < k/64; c++ {
-		permute64(p[64*c:], src[64*c:])
-	}
-	for l := 0; l < 4; l++ {
-		want := make([]int8, 4*k)
-		got := make([]int8, 4*k)
-		rotate4(want, src, l)
-		rotate4Permuted(got, p, l)
-		if !slices.Equal(got, want) {
-			t.Fatalf("token %d: rotate4Permuted differs from rotate4", l)
-		}
-		// Token l fills a quarter of each unit, the rest stays zero.
-		nz := 0
-		for _, v := range want {
-			if v != 0 {
-				nz++
-			}
-		}
-		if nz == 0 || nz > k {
-			t.Fatalf("token %d: %d bytes written, want at most %d", l, nz, k)
-		}
-	}
-}
-
-// rotate4 is the definition of rotate4Permuted, element by element, from
-// the token's codes in their natural order.
-func rotate4(dst, src []int8, l int) {
-	for u := 0; u+64 <= len(src); u += 64 {
-		x := src[u : u+64]
-		d := dst[4*u : 4*u+256]
-		for k := 0; k < 4; k++ {
-			for h := 0; h < 2; h++ {
-				v := d[64*k+32*h : 64*k+32*h+32]
-				for L := 0; L < 2; L++ {
-					for e := 0; e < 4; e++ {
-						v[16*L+4*l+e] = x[32*L+2*(4*((l+k)%4)+e)+h]
-					}
-				}
-			}
-		}
-	}
 }
 
 // TestKernelsUseVEXRegistersOnly checks that the generated assembly names
