@@ -46,7 +46,7 @@ func gemmOK(k *kernels, g planar.Geometry, b int) bool {
 	case planar.Q4_0, planar.Q5_0, planar.Q8_0:
 		return true
 	case planar.Q4_K, planar.Q5_K, planar.Q6_K:
-		return k.gemmQ4K != nil
+		return k.gemmQ4K != nil || k.gemmQ4K2 != nil
 	}
 	return false
 }

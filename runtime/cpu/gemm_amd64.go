@@ -131,7 +131,41 @@ func gemmPackQ4_0AVX2(codes *byte, scales *byte, cstride int, sstride int, w *by
 //go:noescape
 func gemmPackQ8_0AVX2(codes *byte, scales *byte, cstride int, sstride int, w *byte, sc *float32, np int, tiles int, tstride int)
 
+// gemmCodesQ4AVX2 is gemmCodesQ4AVX512 for CPUs without AVX-512.
+//
+//go:noescape
+func gemmCodesQ4AVX2(codes *byte, cstride int, w *byte, np int, tiles int, tstride int)
+
+// gemmCodesQ8AVX2 is gemmCodesQ8AVX512 for CPUs without AVX-512.
+//
+//go:noescape
+func gemmCodesQ8AVX2(codes *byte, cstride int, w *byte, np int, tiles int, tstride int)
+
 // gemmPackHighAVX2 is gemmPackHighAVX512 for CPUs without AVX-512.
 //
 //go:noescape
 func gemmPackHighAVX2(high *byte, hstride int, w *byte, np int, tiles int, tstride int)
+
+// gemmQ4K2AVX2 is gemmQ4KAVX512 for CPUs without AVX-512: sixteen rows (w and sc at the
+// group) by toks tokens (1 or 2), token t's sums at gd[32t:] of each
+// super-block's four; the same arithmetic.
+//
+//go:noescape
+func gemmQ4K2AVX2(w *byte, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride int, nsb int, nsbt int, toks int, add int)
+
+// gemmQ6K2AVX2 is gemmQ6KAVX512 for CPUs without AVX-512: sixteen rows (w and sc at the
+// group) by toks tokens (1 or 2), token t's sums at gd[32t:] of each
+// super-block's four; the same arithmetic.
+//
+//go:noescape
+func gemmQ6K2AVX2(w *byte, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride int, nsb int, nsbt int, toks int, add int)
+
+// gemmScalesQ4KAVX2 is gemmScalesQ4KAVX512 for CPUs without AVX-512.
+//
+//go:noescape
+func gemmScalesQ4KAVX2(sm *byte, dm *byte, mstride int, dstride int, sc *byte, nsbt int, tiles int, tstride int)
+
+// gemmScalesQ6KAVX2 is gemmScalesQ6KAVX512 for CPUs without AVX-512.
+//
+//go:noescape
+func gemmScalesQ6KAVX2(sm *byte, dm *byte, mstride int, dstride int, sc *byte, nsbt int, tiles int, tstride int)

@@ -108,6 +108,14 @@ func TestGemmMatchesScalar(t *testing.T) {
 				}
 			}
 		}
+		for _, f := range []*func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, toks, add int){&ks.gemmQ4K2, &ks.gemmQ6K2} {
+			if k := *f; k != nil {
+				*f = func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, toks, add int) {
+					calls.Add(1)
+					k(w, sc, a, astride, gd, o, ostride, nsb, nsbt, toks, add)
+				}
+			}
+		}
 		for _, f := range []*func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int){&ks.gemmQ4K, &ks.gemmQ6K} {
 			if k := *f; k != nil {
 				*f = func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int) {
@@ -169,8 +177,7 @@ func TestGemmMatchesScalar(t *testing.T) {
 						before := calls.Load()
 						withKernels(&ks, func() { MatMat(m, x, got[:b*g.N], b, pool) })
 						name := fmt.Sprintf("%s %s N%d K%d T%d C%d arbitrary=%v B%d threads %d", base.name, typ, g.N, g.K, g.KTile, g.Columns, arb == 1, b, pool.Threads())
-						// The AVX2 set has no K-quant GEMM.
-						wantGEMM := b >= gemmMinTokens && (!kQuant(typ) || base.gemmQ4K != nil)
+						wantGEMM := b >= gemmMinTokens
 						if ran := calls.Load() > before; ran != wantGEMM {
 							t.Fatalf("%s: GEMM ran: %v", name, ran)
 						}
@@ -196,7 +203,7 @@ func TestGemmMatchesScalar(t *testing.T) {
 // (gemmScales*) of arbitrary bytes against gemmCodesRef and gemmScalesRef.
 func TestGemmKPackMatchesRef(t *testing.T) {
 	for _, ks := range gemmLevels(t) {
-		if ks.gemmQ4K == nil {
+		if ks.gemmScalesQ4K == nil {
 			continue // no K-quant GEMM in this set
 		}
 		rng := rand.New(rand.NewPCG(75, 76))

@@ -134,10 +134,6 @@ func (j *mmJob) gemmPanelK(w, c, i, n, row0 int) {
 	if n <= 16 {
 		prows = 16
 	}
-	kern := j.k.gemmQ4K
-	if g.Type == planar.Q6_K {
-		kern = j.k.gemmQ6K
-	}
 	tc := max(1, gemmChunk/(nsbt*8192))
 	for t0 := 0; t0 < tiles; t0 += tc {
 		sb0, nsbc := t0*nsbt, min(tc, tiles-t0)*nsbt
@@ -145,24 +141,45 @@ func (j *mmJob) gemmPanelK(w, c, i, n, row0 int) {
 		if t0 > 0 {
 			add = 1
 		}
-		pw, pa := &pn.w[sb0*8192], &pn.ka[sb0*area]
 		for b0 := 0; b0 < j.b; b0 += gemmToksK {
 			nt := min(gemmToksK, j.b-b0)
 			ps := b0 / gemmToksK
-			a := &s.q[b0*K+256*sb0 : (b0+nt-1)*K+256*(sb0+nsbc)][0]
-			gd := &s.gd[(ps*nsb+sb0)*gemmToksK*gemmKTok : (ps*nsb+sb0+nsbc)*gemmToksK*gemmKTok][0]
+			a := s.q[b0*K+256*sb0 : (b0+nt-1)*K+256*(sb0+nsbc)]
+			gd := s.gd[(ps*nsb+sb0)*gemmToksK*gemmKTok : (ps*nsb+sb0+nsbc)*gemmToksK*gemmKTok]
 			if n == prows {
-				o := &j.y[b0*N+row0 : (b0+nt-1)*N+row0+n][0]
-				kern(pw, pa, a, K, gd, o, 4*N, nsbc, nsbt, prows, nt, add)
+				j.gemmPassK(sb0, nsbc, nsbt, a, gd, j.y[b0*N+row0:(b0+nt-1)*N+row0+n], N, prows, nt, add, pn)
 				continue
 			}
 			o := pn.o[ps*gemmToksK*gemmRows:]
-			kern(pw, pa, a, K, gd, &o[0], 4*gemmRows, nsbc, nsbt, prows, nt, add)
+			j.gemmPassK(sb0, nsbc, nsbt, a, gd, o, gemmRows, prows, nt, add, pn)
 			if t0+tc >= tiles {
 				for t := 0; t < nt; t++ {
 					copy(j.y[(b0+t)*N+row0:(b0+t)*N+row0+n], o[t*gemmRows:])
 				}
 			}
+		}
+	}
+}
+
+// gemmPassK is gemmPass for the K-quants: super-blocks [sb0, sb0+nsbc).
+func (j *mmJob) gemmPassK(sb0, nsbc, nsbt int, a []int8, gd []int32, o []float32, ostride, prows, nt, add int, pn *gemmPanel) {
+	g := j.m.G
+	area := kArea(g.Type)
+	if j.k.gemmQ4K != nil {
+		kern := j.k.gemmQ4K
+		if g.Type == planar.Q6_K {
+			kern = j.k.gemmQ6K
+		}
+		kern(&pn.w[sb0*8192], &pn.ka[sb0*area], &a[0], g.K, &gd[0], &o[0], 4*ostride, nsbc, nsbt, prows, nt, add)
+		return
+	}
+	kern := j.k.gemmQ4K2
+	if g.Type == planar.Q6_K {
+		kern = j.k.gemmQ6K2
+	}
+	for t := 0; t < nt; t += 2 {
+		for h := 0; h < prows/16; h++ {
+			kern(&pn.w[sb0*8192+64*h], &pn.ka[sb0*area+64*h], &a[t*g.K], g.K, &gd[t*gemmKTok], &o[t*ostride+16*h], 4*ostride, nsbc, nsbt, min(2, nt-t), add)
 		}
 	}
 }

@@ -74,10 +74,12 @@ type kernels struct {
 	// The AVX2 set's kernels in place of gemmI8: sixteen rows, one or two
 	// tokens a call; gemm2Q8 for Q8_0.
 	gemm2, gemm2Q8 func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, toks, add int)
-	// The K-quants' GEMM (gemmk.go).
+	// The K-quants' GEMM (gemmk.go): gemmQ4K and gemmQ6K on AVX-512,
+	// gemmQ4K2 and gemmQ6K2 (sixteen rows, one or two tokens) on AVX2.
 	gemmQ4K, gemmQ6K             func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, rows, toks, add int)
 	gemmCodesQ4, gemmCodesQ8     func(codes *byte, cstride int, w *byte, np, tiles, tstride int)
 	gemmScalesQ4K, gemmScalesQ6K func(sm, dm *byte, mstride, dstride int, sc *byte, nsbt, tiles, tstride int)
+	gemmQ4K2, gemmQ6K2           func(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, toks, add int)
 	gemmPrefetch                 func(p *byte, n, tiles, tstride int)
 }
 
@@ -91,6 +93,8 @@ var avx2Kernels = &kernels{
 	gemm2: gemm2AVX2, gemm2Q8: gemm2Q8AVX2,
 	gemmPackQ4_0: gemmPackQ4_0AVX2, gemmPackQ8_0: gemmPackQ8_0AVX2, gemmPackHigh: gemmPackHighAVX2,
 	gemmPrefetch: gemmPrefetchAVX2,
+	gemmQ4K2:     gemmQ4K2AVX2, gemmQ6K2: gemmQ6K2AVX2, gemmCodesQ4: gemmCodesQ4AVX2, gemmCodesQ8: gemmCodesQ8AVX2,
+	gemmScalesQ4K: gemmScalesQ4KAVX2, gemmScalesQ6K: gemmScalesQ6KAVX2,
 }
 
 // avx512Kernels is the AVX-512 set (AVX512F, BW, VL and VNNI; generated

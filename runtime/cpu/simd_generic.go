@@ -131,3 +131,23 @@ func gemmPackQ8_0AVX2(codes, scales *byte, cstride, sstride int, w *byte, sc *fl
 func gemmPackHighAVX2(high *byte, hstride int, w *byte, np, tiles, tstride int) { noAsm() }
 
 func gemmPrefetchAVX2(p *byte, n, tiles, tstride int) { noAsm() }
+
+func gemmQ4K2AVX2(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, toks, add int) {
+	noAsm()
+}
+
+func gemmQ6K2AVX2(w, sc *byte, a *int8, astride int, gd *int32, o *float32, ostride, nsb, nsbt, toks, add int) {
+	noAsm()
+}
+
+func gemmCodesQ4AVX2(codes *byte, cstride int, w *byte, np, tiles, tstride int) { noAsm() }
+
+func gemmCodesQ8AVX2(codes *byte, cstride int, w *byte, np, tiles, tstride int) { noAsm() }
+
+func gemmScalesQ4KAVX2(sm, dm *byte, mstride, dstride int, sc *byte, nsbt, tiles, tstride int) {
+	noAsm()
+}
+
+func gemmScalesQ6KAVX2(sm, dm *byte, mstride, dstride int, sc *byte, nsbt, tiles, tstride int) {
+	noAsm()
+}

@@ -37,9 +37,15 @@ func avx2() {
 	ones16 = table("gemmOnes16", b)
 	gemm2("gemm2AVX2", false)
 	gemm2("gemm2Q8AVX2", true)
-	pack2("gemmPackQ4_0AVX2", false)
-	pack2("gemmPackQ8_0AVX2", true)
+	pack2("gemmPackQ4_0AVX2", false, true)
+	pack2("gemmPackQ8_0AVX2", true, true)
+	pack2("gemmCodesQ4AVX2", false, false)
+	pack2("gemmCodesQ8AVX2", true, false)
 	packHigh2()
+	gemmK2("gemmQ4K2AVX2", false)
+	gemmK2("gemmQ6K2AVX2", true)
+	packScalesK2("gemmScalesQ4KAVX2", false)
+	packScalesK2("gemmScalesQ6KAVX2", true)
 }
 
 const toks2 = 2
@@ -245,22 +251,33 @@ func transpose8(v [8]VecVirtual, out func(k int, x VecVirtual)) {
 
 // pack2 writes gemmPack*AVX2, gemmPack*AVX512's arguments and layout,
 // eight rows at a time.
-func pack2(name string, q8 bool) {
-	TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)")
-	Doc(name+" is "+fmt.Sprintf("gemmPack%sAVX512", map[bool]string{false: "Q4_0", true: "Q8_0"}[q8])+" for CPUs without AVX-512: the same panel, eight rows at",
-		"a time by an 8x8 transposition of dwords.")
+func pack2(name string, q8, scales bool) {
+	var pss, ss, psc, s Register
+	if scales {
+		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)")
+		Doc(name+" is "+fmt.Sprintf("gemmPack%sAVX512", map[bool]string{false: "Q4_0", true: "Q8_0"}[q8])+" for CPUs without AVX-512: the same panel, eight rows at",
+			"a time by an 8x8 transposition of dwords.")
+	} else {
+		TEXT(name, NOSPLIT, "func(codes *byte, cstride int, w *byte, np, tiles, tstride int)")
+		Doc(name + " is " + fmt.Sprintf("gemmCodes%sAVX512", map[bool]string{false: "Q4", true: "Q8"}[q8]) + " for CPUs without AVX-512.")
+	}
 	Pragma("noescape")
 	pc := Load(Param("codes"), GP64())
-	pss := Load(Param("scales"), GP64())
 	cs := Load(Param("cstride"), GP64())
-	ss := Load(Param("sstride"), GP64())
 	pw := Load(Param("w"), GP64())
-	psc := Load(Param("sc"), GP64())
+	if scales {
+		pss = Load(Param("scales"), GP64())
+		ss = Load(Param("sstride"), GP64())
+		psc = Load(Param("sc"), GP64())
+	}
 	tiles := Load(Param("tiles"), GP64())
 	Label(name + "_tile")
-	c, s := GP64(), GP64()
+	c := GP64()
 	MOVQ(pc, c)
-	MOVQ(pss, s)
+	if scales {
+		s = GP64()
+		MOVQ(pss, s)
+	}
 	cnt := Load(Param("np"), GP64())
 	Label(name + "_blk")
 	for half := 0; half < 2; half++ {
@@ -294,7 +311,7 @@ func pack2(name string, q8 bool) {
 		transpose8(v, func(k int, x VecVirtual) { VMOVDQU(x, Mem{Base: pw, Disp: 128*k + 32*half}) })
 	}
 	// The sixteen f16 scales.
-	for half := 0; half < 2; half++ {
+	for half := 0; half < 2 && scales; half++ {
 		x := XMM()
 		sb := GP64()
 		MOVQ(s, sb)
@@ -312,18 +329,22 @@ func pack2(name string, q8 bool) {
 		VMOVUPS(f, Mem{Base: psc, Disp: 32 * half})
 	}
 	ADDQ(U32(1024), pw)
-	ADDQ(U32(128), psc)
 	if q8 {
 		ADDQ(U8(32), c)
 	} else {
 		ADDQ(U8(16), c)
 	}
-	ADDQ(U8(2), s)
+	if scales {
+		ADDQ(U32(128), psc)
+		ADDQ(U8(2), s)
+	}
 	DECQ(cnt)
 	JNZ(LabelRef(name + "_blk"))
 	ts := Load(Param("tstride"), GP64())
 	ADDQ(ts, pc)
-	ADDQ(ts, pss)
+	if scales {
+		ADDQ(ts, pss)
+	}
 	DECQ(tiles)
 	JNZ(LabelRef(name + "_tile"))
 	VZEROUPPER()
