@@ -88,57 +88,6 @@ func q5_KRowsAVX2(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstr
 //go:noescape
 func q6_KRowsAVX2(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, nsb int, y *float32, rows int, tiles int, tstride int)
 
-// q4_KToksAVX2 multiplies rows rows of tiles K-tiles (tstride bytes apart in
-// every plane) with groups groups of four tokens (layouts in
-// scratch.prepareVec), one row at a time, with exactly the arithmetic of
-// the scalar kernel, into o ([rows][4*groups] floats, ostride bytes per
-// row):
-//
-//	for i := range rows {
-//		for t := range tiles {
-//			for k := range 4 * groups {
-//				v := dotQ4_K(row i, K-tile t; token k)
-//				if add == 0 && t == 0 { o[i][k] = v } else { o[i][k] += v }
-//			}
-//		}
-//	}
-//
-//go:noescape
-func q4_KToksAVX2(codes *byte, sm *byte, dm *byte, cstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
-
-// q5_KToksAVX2 multiplies rows rows of tiles K-tiles (tstride bytes apart in
-// every plane) with groups groups of four tokens (layouts in
-// scratch.prepareVec), one row at a time, with exactly the arithmetic of
-// the scalar kernel, into o ([rows][4*groups] floats, ostride bytes per
-// row):
-//
-//	for i := range rows {
-//		for t := range tiles {
-//			for k := range 4 * groups {
-//				v := dotQ5_K(row i, K-tile t; token k)
-//				if add == 0 && t == 0 { o[i][k] = v } else { o[i][k] += v }
-//			}
-//		}
-//	}
-//
-//go:noescape
-func q5_KToksAVX2(codes *byte, high *byte, sm *byte, dm *byte, cstride int, hstride int, mstride int, dstride int, a *int8, d *float32, bp *int16, ag int, dg int, bg int, nsb int, groups int, o *float32, ostride int, rows int, add int, tiles int, tstride int)
-
-// q6_KToksAVX2 multiplies rows rows of one K-tile with groups groups of four
-// tokens (layouts in scratch.prepareVec), one row at a time, with exactly
-// the arithmetic of the scalar kernel, into o ([rows][4*groups] floats,
-// ostride bytes per row):
-//
-//	for i := range rows {
-//		for k := range 4 * groups {
-//			v := dotQ6_K(row i; token k)
-//			if add == 0 { o[i][k] = v } else { o[i][k] += v }
-//		}
-//	}
-//
-//go:noescape
-func q6_KToksAVX2(codes *byte, scales *byte, dp *byte, cstride int, sstride int, dstride int, a *int8, d *float32, ag int, dg int, nsb int, groups int, o *float32, ostride int, rows int, add int)
-
 // quantQ8_0AVX2 quantises nb blocks of 32 activations as Q8_0, exactly as
 // quantQ8_0 does for finite values:
 //

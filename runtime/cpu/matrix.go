@@ -134,19 +134,14 @@ func MatMat(m *Matrix, x, y []float32, b int, pool *Pool) {
 	j.x, j.y = x, y
 	j.k = active.Load()
 	pool.scratch.prepare(j.k, g.Type, x, b, g.K, pool)
-	// A batch takes the GEMM, or the set's token kernel for the format
-	// (the K-quants on AVX2), or else the scalar kernels.
-	j.vec = j.k != nil && vecOK(g) && (b == 1 || gemmOK(j.k, g, b) || toksOK(j.k, g.Type))
-	if j.vec && b > 1 && gemmOK(j.k, g, b) {
+	// One token takes the rows kernels, a batch the GEMM, where the set
+	// has them; else the scalar kernels.
+	j.vec = j.k != nil && vecOK(g) && (b == 1 || gemmOK(j.k, g, b))
+	if j.vec && b > 1 {
 		j.gemm = true
 		j.gemmPrepare(pool)
 	} else if j.vec {
-		gs := 1
-		if b > 1 {
-			gs = 4
-			j.vecPlan(pool)
-		}
-		pool.scratch.prepareVec(j.k, g.Type, b, g.K, gs)
+		pool.scratch.prepareVec(j.k, g.Type, g.K)
 	} else if k := kindOf(g.Type); b > 1 && (k == actQ8_0 || k == actQ8_K) {
 		pool.scratch.pack3(b, g.K)
 		j.packed = true
@@ -205,13 +200,12 @@ type mmJob struct {
 	// packed: the codes of token triples are in s.p, for the dot3 kernels
 	packed bool
 	// k: the assembly kernel set (simd.go), nil for the scalar kernels;
-	// vec: its kernels run this call, with tbv tokens per pass and rbv rows
-	// per block for the token kernels
-	k             *kernels
-	vec           bool
-	tbv, rbv, tcv int
-	gemm          bool // the GEMM runs this call (gemm.go)
-	lay           blobLayout
+	// vec: its kernels run this call (the rows kernels, or with gemm the
+	// GEMM of gemm.go)
+	k    *kernels
+	vec  bool
+	gemm bool
+	lay  blobLayout
 }
 
 // Run computes rows [lo, hi) of y for every token, on worker w.
@@ -221,11 +215,7 @@ func (j *mmJob) Run(w, lo, hi int) {
 		return
 	}
 	if j.vec {
-		if j.b == 1 {
-			j.vecRows(lo, hi)
-		} else {
-			j.vecToks(w, lo, hi)
-		}
+		j.vecRows(lo, hi)
 		return
 	}
 	g := j.m.G

@@ -36,13 +36,11 @@ type scratch struct {
 
 	// The activations as the vector kernels read them (prepareVec): views
 	// of the arrays above or of the buffers below.
-	xa  []int8    // codes
-	xd  []float32 // scales
-	xs  []int32   // code sums per 32 (Q8_0 activations)
-	xbp []int16   // sums of pairs of bsums (Q8_K activations)
-	vq  []int8
-	vd  []float32
-	vo  [][]float32 // per worker: [rows][tokens] outputs of the token kernels
+	xa  []int8      // codes
+	xd  []float32   // scales
+	xs  []int32     // code sums per 32 (Q8_0 activations)
+	xbp []int16     // sums of pairs of bsums (Q8_K activations)
+	vq  []int8      // the permuted codes (nibble formats)
 	qt  quantTask   // prepare's job
 	gd  []int32     // the GEMM's scales and offset sums (gemmPrepare)
 	gp  []gemmPanel // per worker: the GEMM's panel

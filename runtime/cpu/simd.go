@@ -23,12 +23,8 @@ import (
 //   - a rows kernel for MatVec (one token): four rows per step, the
 //     lanes of the float vectors being the rows; it writes y directly.
 //     The rows of a call beyond a multiple of four take the scalar kernel.
-//   - for MatMat (two tokens or more), the GEMM of gemm.go (every format on
-//     AVX-512; Q4_0, Q5_0 and Q8_0 on AVX2), and on AVX2 for the K-quants a
-//     token kernel: one row at a time, the lanes being four tokens, two
-//     groups of four per pass so that one unpacking of the row's weights
-//     serves eight tokens; it writes a [rows][tokens] buffer per worker,
-//     copied to y once all the K-tiles of a block of rows are summed.
+//   - for MatMat (two tokens or more), the GEMM of gemm.go and gemmk.go:
+//     panels of 32 rows laid out per call, the lanes being rows.
 //
 // The activation quantiser of Q8_0 (quantQ8_0AVX2) and the reordering of
 // the codes for the nibble formats (permute64AVX2, whose reference is
@@ -37,7 +33,7 @@ import (
 //
 // The AVX-512 set (avx512Kernels, _generate/avx512.go; AVX512F, BW, VL
 // and VNNI) has the same arguments, layouts and bits, with its own rows
-// kernels and GEMM for every format: VPDPBUSD and VPDPWSSD form
+// kernels and GEMM: VPDPBUSD and VPDPWSSD form
 // the same exact int32 sums with fewer instructions, 64 bytes of weights
 // per load, the Q4_0, Q5_0 and Q8_0 rows kernels eight rows per step. Where the
 // CPU has no AVX-512 the tests run it under x86sim (sim_test.go).
@@ -58,10 +54,6 @@ type kernels struct {
 	q4_KRows func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)
 	q5_KRows func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)
 	q6_KRows func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int)
-
-	q4_KToks func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)
-	q5_KToks func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int)
-	q6_KToks func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int)
 
 	quantQ8_0 func(x *float32, q *int8, d *float32, s *int32, nb int)
 	permute64 func(dst, src *int8, n, dstride int)
@@ -88,7 +80,6 @@ var avx2Kernels = &kernels{
 	name:     "avx2",
 	q4_0Rows: q4_0RowsAVX2, q5_0Rows: q5_0RowsAVX2, q8_0Rows: q8_0RowsAVX2,
 	q4_KRows: q4_KRowsAVX2, q5_KRows: q5_KRowsAVX2, q6_KRows: q6_KRowsAVX2,
-	q4_KToks: q4_KToksAVX2, q5_KToks: q5_KToksAVX2, q6_KToks: q6_KToksAVX2,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
 	gemm2: gemm2AVX2, gemm2Q8: gemm2Q8AVX2,
 	gemmPackQ4_0: gemmPackQ4_0AVX2, gemmPackQ8_0: gemmPackQ8_0AVX2, gemmPackHigh: gemmPackHighAVX2,
@@ -100,8 +91,7 @@ var avx2Kernels = &kernels{
 // avx512Kernels is the AVX-512 set (AVX512F, BW, VL and VNNI; generated
 // by _generate/avx512.go into kernels_amd64.s and _generate/gemm into
 // gemm_amd64.s). It has its own rows kernels (MatVec, decode) and GEMM
-// (MatMat, prefill) for every quantised format, so no token kernels; the
-// activation quantiser (quantQ8_0) and permute64 are the AVX2 ones, which
+// (MatMat, prefill) for every quantised format; the activation quantiser (quantQ8_0) and permute64 are the AVX2 ones, which
 // every AVX-512 CPU runs.
 var avx512Kernels = &kernels{
 	name:     "avx512",
@@ -223,143 +213,43 @@ func permute64(dst, src []int8) {
 	}
 }
 
-// prepareVec lays out the activations quantised by prepare (b tokens of k
-// elements) for the vector kernels, in groups of gs tokens (1 for the rows
-// kernels, 4 for the K-quants' token kernels: Q8_0 activations only come
-// with gs = 1); the tokens after b in the last group are zero. With u = 64
-// (Q8_0 activations) or 256 (Q8_K):
+// prepareVec lays out the activations of one token of k elements,
+// quantised by prepare, for the rows kernels. With u = 64 (Q8_0
+// activations) or 256 (Q8_K):
 //
-//	xa  [ceil(b/gs)][k/u][gs][u]   codes; in each 64, permute64 for nibble formats
-//	xd  [ceil(b/gs)][k/bs][gs]     scales, bs = 32 or 256
-//	xs  [b][k/32]                  code sums (Q8_0 activations)
-//	xbp [ceil(b/gs)][k/256][gs][8] bsums[2j]+bsums[2j+1] (Q8_K activations)
+//	xa  [k/u][u]    codes; in each 64, permute64 for nibble formats
+//	xd  [k/bs]      scales, bs = 32 or 256
+//	xs  [k/32]      code sums (Q8_0 activations)
+//	xbp [k/256][8]  bsums[2j]+bsums[2j+1] (Q8_K activations)
 //
-// With gs = 1 these are the token-major arrays of prepare, which are used
-// as they are where the layout is the same.
-func (s *scratch) prepareVec(ks *kernels, t planar.Type, b, k, gs int) {
+// Where the layout is prepare's, these are its arrays.
+func (s *scratch) prepareVec(ks *kernels, t planar.Type, k int) {
 	kind := kindOf(t)
-	if kind == actQ8_0 && gs != 1 {
-		panic("cpu: prepareVec: Q8_0 activations are laid out one token per group")
-	}
-	u, bs := 64, 32
+	bs := 32
 	if kind == actQ8_K {
-		u, bs = 256, 256
+		bs = 256
 	}
-	ng := (b + gs - 1) / gs
-	nib := nibbleCodes(t)
-	if gs == 1 && !nib {
-		s.xa = s.q[:b*k]
-	} else {
-		s.vq = grow(s.vq, ng*gs*k)
+	if nibbleCodes(t) {
+		s.vq = grow(s.vq, k)
+		ks.permute64(&s.vq[0], &s.q[:k][0], k/64, 64)
 		s.xa = s.vq
-		if b%gs != 0 {
-			clear(s.vq[(ng-1)*gs*k:]) // the last group, with missing tokens
-		}
-		for tok := 0; tok < b; tok++ {
-			g, l := tok/gs, tok%gs
-			src := s.q[tok*k : (tok+1)*k]
-			at := (g*(k/u)*gs + l) * u // the token's first unit; the next is gs*u further
-			switch {
-			case !nib:
-				for c := 0; c < k/u; c++ {
-					copy(s.vq[at+c*gs*u:][:u], src[c*u:])
-				}
-			case u == 64:
-				ks.permute64(&s.vq[at : at+(k/64-1)*gs*64+64][0], &src[0], k/64, gs*64)
-			default:
-				for c := 0; c < k/u; c++ {
-					ks.permute64(&s.vq[at+c*gs*u:][:u][0], &src[c*u], u/64, 64)
-				}
-			}
-		}
+	} else {
+		s.xa = s.q[:k]
 	}
 	nbk := k / bs
-	if gs == 1 {
-		s.xd = s.d[:b*nbk]
-		if kind == actQ8_0 {
-			s.xs = s.s[:b*nbk]
-		}
-	} else {
-		s.vd = grow(s.vd, ng*nbk*gs)
-		for tok := 0; tok < ng*gs; tok++ {
-			g, l := tok/gs, tok%gs
-			for i := 0; i < nbk; i++ {
-				s.vd[(g*nbk+i)*gs+l] = 0
-				if tok < b {
-					s.vd[(g*nbk+i)*gs+l] = s.d[tok*nbk+i]
-				}
-			}
-		}
-		s.xd = s.vd
+	s.xd = s.d[:nbk]
+	if kind == actQ8_0 {
+		s.xs = s.s[:nbk]
+		return
 	}
-	if kind == actQ8_K {
-		s.xbp = grow(s.xbp, ng*nbk*gs*8)
-		for tok := 0; tok < ng*gs; tok++ {
-			g, l := tok/gs, tok%gs
-			for i := 0; i < nbk; i++ {
-				dst := s.xbp[((g*nbk+i)*gs+l)*8:][:8]
-				if tok >= b {
-					clear(dst)
-					continue
-				}
-				src := s.s[(tok*nbk+i)*16:][:16]
-				for j := range dst {
-					dst[j] = int16(src[2*j] + src[2*j+1])
-				}
-			}
+	s.xbp = grow(s.xbp, nbk*8)
+	for i := 0; i < nbk; i++ {
+		src := s.s[16*i:][:16]
+		for j := range 8 {
+			s.xbp[8*i+j] = int16(src[2*j] + src[2*j+1])
 		}
 	}
 }
-
-// vecPlan sets the blocking of the token kernels for a call of b tokens:
-// tokens per pass j.tbv, a multiple of 8 (the kernels take two groups of
-// four at a time), and K-tiles per kernel call j.tcv, so that the pass's
-// activation codes of those tiles take at most 16 KiB and stay in L1 while
-// the kernel runs over the rows; and rows per block j.rbv, so that the
-// block's weights of all K-tiles stay within 128 KiB of L2 and its outputs
-// (rows x tokens floats, one buffer per worker) within 64 KiB. The Q4_0,
-// Q5_0, Q4_K and Q5_K kernels run every tile of a call themselves; the
-// others (Q8_0, Q6_K) take
-// one tile per call, with passes of tokens whose codes of one K-tile take
-// about 4 KiB (smaller passes measured faster, the codes staying in L1
-// beside the weights and outputs). It grows the buffers.
-func (j *mmJob) vecPlan(p *Pool) {
-	g := j.m.G
-	if multiTile(g.Type) {
-		j.tbv = min((j.b+3)&^3, 8)
-		j.tcv = max(1, (16<<10)/(j.tbv*g.KTile))
-	} else {
-		j.tbv = min((j.b+3)&^3, max(8, (4<<10)/g.KTile&^7))
-		j.tcv = 1
-	}
-	r := g.RowsPerGroup()
-	rowBytes := max(1, g.Tiles()*g.TileBytes(r)/r)
-	j.rbv = max(4, min((128<<10)/rowBytes, (64<<10)/(4*j.tbv)))
-	s := &p.scratch
-	if len(s.vo) < p.threads {
-		s.vo = append(s.vo, make([][]float32, p.threads-len(s.vo))...)
-	}
-	for w := range s.vo {
-		s.vo[w] = grow(s.vo[w], j.rbv*j.tbv)
-	}
-}
-
-// toksOK reports whether set k has a token kernel for t.
-func toksOK(k *kernels, t planar.Type) bool {
-	switch t {
-	case planar.Q4_K:
-		return k.q4_KToks != nil
-	case planar.Q5_K:
-		return k.q5_KToks != nil
-	case planar.Q6_K:
-		return k.q6_KToks != nil
-	}
-	return false
-}
-
-// multiTile reports whether the token kernel of t runs several K-tiles per
-// call.
-func multiTile(t planar.Type) bool { return t != planar.Q8_0 && t != planar.Q6_K }
 
 // vecRows runs rows [lo, hi) of a one-token call with the rows kernels:
 // each group's rows by fours over all K-tiles in one call, the rows left
@@ -436,131 +326,4 @@ func (j *mmJob) rowsGroup(c, i, n int, y []float32) {
 			j.k.q6_KRows(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, nsb, yp, n, tiles, ts)
 		}
 	}
-}
-
-// vecToks runs rows [lo, hi) of a call of two tokens or more with the token
-// kernels, on worker w: by blocks of rows, by passes of tokens, by runs of
-// K-tiles into the worker's buffer, then the buffer into y.
-func (j *mmJob) vecToks(w, lo, hi int) {
-	g := j.m.G
-	r := g.RowsPerGroup()
-	o := j.s.vo[w]
-	for c := lo / r; c < g.Columns; c++ {
-		first, n := g.GroupRows(c)
-		if first >= hi {
-			break
-		}
-		r0, r1 := max(lo, first), min(hi, first+n)
-		for q0 := r0; q0 < r1; q0 += j.rbv {
-			q1 := min(q0+j.rbv, r1)
-			for b0 := 0; b0 < j.b; b0 += j.tbv {
-				nt := min(j.tbv, j.b-b0)
-				ng := (nt + 3) / 4
-				ost := 4 * ng
-				for t := 0; t < g.Tiles(); t += j.tcv {
-					j.toksTiles(c, t, min(j.tcv, g.Tiles()-t), q0-first, q1-q0, b0/4, ng, o[:(q1-q0)*ost])
-				}
-				j.untranspose(o, ost, b0, nt, q0, q1)
-			}
-		}
-	}
-}
-
-// untranspose copies the outputs of rows [q0, q1) and tokens [b0, b0+nt)
-// from o ([rows][ost]) to y ([tokens][N]), four tokens at a time.
-func (j *mmJob) untranspose(o []float32, ost, b0, nt, q0, q1 int) {
-	N := j.m.G.N
-	rows := q1 - q0
-	o = o[:rows*ost]
-	yt := func(k int) []float32 { return j.y[(b0+k)*N+q0 : (b0+k)*N+q1] }
-	k := 0
-	for ; k+4 <= nt; k += 4 {
-		y0, y1, y2, y3 := yt(k), yt(k+1), yt(k+2), yt(k+3)
-		y1, y2, y3 = y1[:len(y0)], y2[:len(y0)], y3[:len(y0)]
-		for i := range y0 {
-			v := (*[4]float32)(o[i*ost+k:])
-			y0[i], y1[i], y2[i], y3[i] = v[0], v[1], v[2], v[3]
-		}
-	}
-	for ; k < nt; k++ {
-		y := yt(k)
-		for i := range y {
-			y[i] = o[i*ost+k]
-		}
-	}
-}
-
-// toksTiles runs the token kernel on rows [i, i+n) of group c, K-tiles
-// [t0, t0+nt), token groups [g0, g0+ng) (four tokens each), into o
-// ([n][4*ng]), storing the first tile's sums when t0 is 0 and adding the
-// others.
-func (j *mmJob) toksTiles(c, t0, nt, i, n, g0, ng int, o []float32) {
-	if !multiTile(j.m.G.Type) {
-		for t := t0; t < t0+nt; t++ {
-			j.toksTile(c, t, i, n, g0, ng, o)
-		}
-		return
-	}
-	g := j.m.G
-	l := &j.lay
-	per := &l.per
-	s := j.s
-	K, T := g.K, g.KTile
-	ts := l.tile[c]
-	// pl is plane p of the n rows in the nt tiles; the kernels read
-	// nothing outside it.
-	pl := func(p int) *byte {
-		o := l.group[c] + t0*ts + l.plane[c][p]
-		return &j.m.Blob[o+i*per[p] : o+(nt-1)*ts+(i+n)*per[p]][0]
-	}
-	add := 0
-	if t0 > 0 {
-		add = 1
-	}
-	ag := 4 * K
-	a := &s.xa[g0*ag+4*t0*T : (g0+ng-1)*ag+4*(t0+nt)*T][0]
-	op := &o[:n*4*ng][0]
-	ost := 16 * ng
-	bs := g.Type.BlockSize() // 32 or 256: the activations' unit of scale
-	nb, nbk := T/bs, K/bs
-	lo, hi := (g0*nbk+t0*nb)*4, ((g0+ng-1)*nbk+(t0+nt)*nb)*4
-	d := &s.xd[lo:hi][0]
-	dg := 16 * nbk
-	switch g.Type {
-	case planar.Q4_K:
-		bp := &s.xbp[8*lo : 8*hi][0]
-		j.k.q4_KToks(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, bp, ag, dg, 4*dg, nb, ng, op, ost, n, add, nt, ts)
-	default:
-		bp := &s.xbp[8*lo : 8*hi][0]
-		j.k.q5_KToks(pl(0), pl(1), pl(2), pl(3), per[0], per[1], per[2], per[3], a, d, bp, ag, dg, 4*dg, nb, ng, op, ost, n, add, nt, ts)
-	}
-}
-
-// toksTile runs the Q6_K token kernel (one K-tile per call) on rows [i,
-// i+n) of group c, K-tile t, token groups [g0, g0+ng) (four tokens each),
-// into o ([n][4*ng]).
-func (j *mmJob) toksTile(c, t, i, n, g0, ng int, o []float32) {
-	var off [4]int
-	for p := 0; p < j.lay.np; p++ {
-		off[p] = j.lay.group[c] + t*j.lay.tile[c] + j.lay.plane[c][p]
-	}
-	g := j.m.G
-	per := &j.lay.per
-	s := j.s
-	K, T := g.K, g.KTile
-	pl := func(p int) *byte { return &j.m.Blob[off[p]+i*per[p] : off[p]+(i+n)*per[p]][0] }
-	add := 0
-	if t > 0 {
-		add = 1
-	}
-	// Group g's codes of tile t start at (g*K + t*T)*4 whatever the unit.
-	ag := 4 * K
-	a := &s.xa[g0*ag+4*t*T : (g0+ng-1)*ag+4*(t+1)*T][0]
-	op := &o[:n*4*ng][0]
-	ost := 16 * ng
-	nsb, nbk := T/256, K/256
-	lo, hi := (g0*nbk+t*nsb)*4, ((g0+ng-1)*nbk+(t+1)*nsb)*4
-	d := &s.xd[lo:hi][0]
-	dg := 16 * nbk
-	j.k.q6_KToks(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, ag, dg, nsb, ng, op, ost, n, add)
 }

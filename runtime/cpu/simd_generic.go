@@ -36,18 +36,6 @@ func q6_KRowsAVX2(codes, scales, dp *byte, cstride, sstride, dstride int, a *int
 	noAsm()
 }
 
-func q4_KToksAVX2(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
-	noAsm()
-}
-
-func q5_KToksAVX2(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, ag, dg, bg, nsb, groups int, o *float32, ostride, rows, add, tiles, tstride int) {
-	noAsm()
-}
-
-func q6_KToksAVX2(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, ag, dg, nsb, groups int, o *float32, ostride, rows, add int) {
-	noAsm()
-}
-
 func quantQ8_0AVX2(x *float32, q *int8, d *float32, s *int32, nb int) { noAsm() }
 
 func permute64AVX2(dst, src *int8, n, dstride int) { noAsm() }

@@ -110,7 +110,7 @@ func vecShapes(t planar.Type) []planar.Geometry {
 		{Type: t, N: 70, K: 5 * u, Columns: 4, KTile: u},
 		{Type: t, N: 33, K: 2 * u, Columns: 1, KTile: 2 * u},
 		{Type: t, N: 300, K: 9 * u, Columns: 8, KTile: 3 * u},
-		// More K-tiles than one token-kernel call takes (vecPlan's tcv).
+		// More K-tiles than one run of a GEMM panel holds (gemmChunk).
 		{Type: t, N: 9, K: 40 * u, Columns: 2, KTile: u},
 	}
 }
@@ -365,7 +365,7 @@ func TestSIMDArbitraryCodes(t *testing.T) {
 			g := fuzzGeometry(uint8(i), uint16(rng.IntN(1<<16)), uint8(rng.IntN(256)), uint8(rng.IntN(256)), uint8(rng.IntN(256)))
 			b := 1 // MatVec: the rows kernels, for every format
 			if i%12 >= 6 {
-				b = 2 + rng.IntN(12) // the token kernels
+				b = 2 + rng.IntN(12) // the GEMM
 			}
 			raw := []byte{byte(rng.IntN(256)), byte(rng.IntN(256)), byte(rng.IntN(256))}
 			compareArbitrary(t, g, b, rng.Uint64(), raw, []*kernels{ks})
