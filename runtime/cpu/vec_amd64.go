@@ -27,6 +27,11 @@ func dotsF16AVX2(a *float32, b *uint16, n int, stride int, out *float32, count i
 //go:noescape
 func axpysF16AVX2(a *float32, x *uint16, stride int, y *float32, n int, count int)
 
+// toF16AVX2 sets dst[i] = planar.F32ToF16(x[i]) for i < n, n a multiple of 8.
+//
+//go:noescape
+func toF16AVX2(dst *uint16, x *float32, n int)
+
 // siluMulAVX2 does siluMulGo(h[:n], x[:n], u[:n]), n a multiple of 8.
 //
 //go:noescape

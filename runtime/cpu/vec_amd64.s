@@ -114,6 +114,26 @@ DATA vecAbs<>+24(SB)/4, $0x7fffffff
 DATA vecAbs<>+28(SB)/4, $0x7fffffff
 GLOBL vecAbs<>(SB), RODATA|NOPTR, $32
 
+DATA vecSign<>+0(SB)/4, $0x80000000
+DATA vecSign<>+4(SB)/4, $0x80000000
+DATA vecSign<>+8(SB)/4, $0x80000000
+DATA vecSign<>+12(SB)/4, $0x80000000
+DATA vecSign<>+16(SB)/4, $0x80000000
+DATA vecSign<>+20(SB)/4, $0x80000000
+DATA vecSign<>+24(SB)/4, $0x80000000
+DATA vecSign<>+28(SB)/4, $0x80000000
+GLOBL vecSign<>(SB), RODATA|NOPTR, $32
+
+DATA vecQNaN<>+0(SB)/4, $0x7fc00000
+DATA vecQNaN<>+4(SB)/4, $0x7fc00000
+DATA vecQNaN<>+8(SB)/4, $0x7fc00000
+DATA vecQNaN<>+12(SB)/4, $0x7fc00000
+DATA vecQNaN<>+16(SB)/4, $0x7fc00000
+DATA vecQNaN<>+20(SB)/4, $0x7fc00000
+DATA vecQNaN<>+24(SB)/4, $0x7fc00000
+DATA vecQNaN<>+28(SB)/4, $0x7fc00000
+GLOBL vecQNaN<>(SB), RODATA|NOPTR, $32
+
 DATA vec126<>+0(SB)/4, $0x42fc0000
 DATA vec126<>+4(SB)/4, $0x42fc0000
 DATA vec126<>+8(SB)/4, $0x42fc0000
@@ -426,6 +446,32 @@ axpysF16_8t:
 	JMP          axpysF16_8
 
 axpysF16_done:
+	VZEROUPPER
+	RET
+
+// func toF16AVX2(dst *uint16, x *float32, n int)
+// Requires: AVX, F16C
+TEXT ·toF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+	CMPQ DX, BX
+	JE   toF16_8_done
+
+toF16_8_loop:
+	VMOVUPS   (CX)(BX*4), Y0
+	VCMPPS    $0x03, Y0, Y0, Y1
+	VANDPS    vecSign<>+0(SB), Y0, Y2
+	VORPS     vecQNaN<>+0(SB), Y2, Y2
+	VBLENDVPS Y1, Y2, Y0, Y0
+	VCVTPS2PH $0x00, Y0, X1
+	VMOVDQU   X1, (AX)(BX*2)
+	ADDQ      $0x08, BX
+	CMPQ      DX, BX
+	JNE       toF16_8_loop
+
+toF16_8_done:
 	VZEROUPPER
 	RET
 

@@ -2,8 +2,11 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/xdna-go/xdna/planar"
 )
 
 // TestDotsAxpysF16 checks the batched attention operations against the
@@ -60,6 +63,38 @@ func TestDotsAxpysF16(t *testing.T) {
 				if i := sameSlices(gotY, wantY); i >= 0 {
 					t.Fatalf("%s %s: AxpysF16 y[%d]: %v, AxpyF16 row by row %v", name, modeName(on), i, gotY[i], wantY[i])
 				}
+			}
+		}
+	}
+}
+
+// TestToF16 checks ToF16 against planar.F32ToF16 bit for bit on both
+// paths: every float32 whose low 13 bits are 0, 0x1000, 0x0fff or 0x1fff
+// (every exponent and sign, the rounding ties and their neighbours:
+// subnormal, normal, overflowing to Inf), every NaN class, and random
+// values, with lengths not a multiple of 8.
+func TestToF16(t *testing.T) {
+	var x []float32
+	for hi := uint32(0); hi < 1<<19; hi++ {
+		for _, lo := range []uint32{0, 0x1000, 0x0fff, 0x1fff} {
+			x = append(x, math.Float32frombits(hi<<13|lo))
+		}
+	}
+	rng := rand.New(rand.NewPCG(83, 84))
+	for range 1 << 16 {
+		x = append(x, math.Float32frombits(rng.Uint32()))
+	}
+	x = append(x, 1, 2, 3) // a tail
+	want := make([]uint16, len(x))
+	for i, v := range x {
+		want[i] = planar.F32ToF16(v)
+	}
+	for _, on := range []bool{false, true} {
+		got := make([]uint16, len(x))
+		withSIMD(on, func() { ToF16(got, x) })
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("%s: ToF16(%#08x) = %#04x, want %#04x", modeName(on), math.Float32bits(x[i]), got[i], want[i])
 			}
 		}
 	}

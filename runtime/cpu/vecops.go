@@ -13,6 +13,8 @@ package cpu
 // Only the exp of 8 lanes fuses multiply-adds (Fmaf in Go, as ggml_v_expf
 // does); elsewhere every product is rounded to float32 before it is added.
 
+import "github.com/xdna-go/xdna/planar"
+
 // DotF16 returns the float32 dot product of a with the binary16 values b
 // (len(b) >= len(a)), summed in a fixed order that vectorises. With n the
 // length of a rounded down to a multiple of 8, the products a[i]*f16(b[i])
@@ -38,6 +40,22 @@ func DotF16(a []float32, b []uint16) float32 {
 		r += float32(a[i] * f16(b[i]))
 	}
 	return r
+}
+
+// ToF16 sets dst[i] = planar.F32ToF16(x[i]) for i < len(x) (dst at least
+// as long): the KV cache's stores.
+func ToF16(dst []uint16, x []float32) {
+	dst = dst[:len(x)]
+	n := 0
+	if asmOn() {
+		n = len(x) &^ 7
+	}
+	if n > 0 {
+		toF16AVX2(&dst[0], &x[0], n)
+	}
+	for i := n; i < len(x); i++ {
+		dst[i] = planar.F32ToF16(x[i])
+	}
 }
 
 // DotsF16 sets out[t] = DotF16(a, b[t*stride:]) for t < len(out): one

@@ -192,10 +192,5 @@ func add(y, x []float32) {
 // roundF16 rounds x to the nearest binary16 value (as a float32).
 func roundF16(x float32) float32 { return cpu.F16ToF32(planar.F32ToF16(x)) }
 
-// toF16 stores x as binary16 values.
-func toF16(dst []uint16, x []float32) {
-	dst = dst[:len(x)]
-	for i, v := range x {
-		dst[i] = planar.F32ToF16(v)
-	}
-}
+// toF16 stores x as binary16 values (planar.F32ToF16's).
+func toF16(dst []uint16, x []float32) { cpu.ToF16(dst, x) }

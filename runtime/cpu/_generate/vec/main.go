@@ -31,6 +31,7 @@ func main() {
 	axpyF16()
 	dotsF16()
 	axpysF16()
+	toF16()
 	siluMul()
 	softmaxExp()
 	sumStream()
@@ -57,6 +58,7 @@ var (
 	vAbs                                 Mem    // all bits but the sign
 	v126, v192                           Mem    // float32 126 and 192
 	vG, vS1                              Mem    // 0x82000000, 0x7f000000
+	vSign, vQNaN                         Mem    // 0x80000000, 0x7fc00000
 )
 
 // splat declares a table of 8 copies of the 32-bit word w.
@@ -79,6 +81,8 @@ func constants() {
 		vC[i] = f("vecExpC"+string(rune('0'+i)), c)
 	}
 	vAbs = splat("vecAbs", 0x7fffffff)
+	vSign = splat("vecSign", 0x80000000)
+	vQNaN = splat("vecQNaN", 0x7fc00000)
 	v126 = f("vec126", 126)
 	v192 = f("vec192", 192)
 	vG = splat("vecExpG", 0x82000000)
@@ -345,6 +349,32 @@ func axpysF16() {
 	chunk("axpysF16_8t", 1)
 	JMP(LabelRef("axpysF16_8"))
 	Label("axpysF16_done")
+	VZEROUPPER()
+	RET()
+}
+
+// toF16 writes toF16AVX2: VCVTPS2PH rounding to nearest even, which is
+// planar.F32ToF16 (ggml's fp32-to-fp16) for every value but NaNs; a NaN
+// is first made the quiet NaN of its sign with no payload, which both
+// turn into sign|0x7e00.
+func toF16() {
+	TEXT("toF16AVX2", NOSPLIT, "func(dst *uint16, x *float32, n int)")
+	Pragma("noescape")
+	Doc("toF16AVX2 sets dst[i] = planar.F32ToF16(x[i]) for i < n, n a multiple of 8.")
+	d := Load(Param("dst"), GP64())
+	x := Load(Param("x"), GP64())
+	n := Load(Param("n"), GP64())
+	i := GP64()
+	loop("toF16_8", i, n, 8, func() {
+		v, m, c := YMM(), YMM(), YMM()
+		VMOVUPS(elem(x, i, 4, 0), v)
+		VCMPPS(U8(3), v, v, m) // unordered: NaN
+		VANDPS(vSign, v, c)
+		VORPS(vQNaN, c, c)
+		VBLENDVPS(m, c, v, v)
+		VCVTPS2PH(U8(0), v, m.AsX())
+		VMOVDQU(m.AsX(), elem(d, i, 2, 0))
+	})
 	VZEROUPPER()
 	RET()
 }
