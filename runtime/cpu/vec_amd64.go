@@ -32,6 +32,11 @@ func axpysF16AVX2(a *float32, x *uint16, stride int, y *float32, n int, count in
 //go:noescape
 func toF16AVX2(dst *uint16, x *float32, n int)
 
+// roundF16AVX2 sets x[i] = F16ToF32(planar.F32ToF16(x[i])) for i < n, n a multiple of 8.
+//
+//go:noescape
+func roundF16AVX2(x *float32, n int)
+
 // siluMulAVX2 does siluMulGo(h[:n], x[:n], u[:n]), n a multiple of 8.
 //
 //go:noescape

@@ -475,6 +475,32 @@ toF16_8_done:
 	VZEROUPPER
 	RET
 
+// func roundF16AVX2(x *float32, n int)
+// Requires: AVX, F16C
+TEXT ·roundF16AVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), AX
+	MOVQ n+8(FP), CX
+	XORQ DX, DX
+	CMPQ CX, DX
+	JE   roundF16_8_done
+
+roundF16_8_loop:
+	VMOVUPS   (AX)(DX*4), Y0
+	VCMPPS    $0x03, Y0, Y0, Y1
+	VANDPS    vecSign<>+0(SB), Y0, Y2
+	VORPS     vecQNaN<>+0(SB), Y2, Y2
+	VBLENDVPS Y1, Y2, Y0, Y0
+	VCVTPS2PH $0x00, Y0, X1
+	VCVTPH2PS X1, Y0
+	VMOVUPS   Y0, (AX)(DX*4)
+	ADDQ      $0x08, DX
+	CMPQ      CX, DX
+	JNE       roundF16_8_loop
+
+roundF16_8_done:
+	VZEROUPPER
+	RET
+
 // func siluMulAVX2(h *float32, x *float32, u *float32, n int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32

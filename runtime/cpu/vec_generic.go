@@ -29,3 +29,5 @@ func dotsF16AVX2(a *float32, b *uint16, n, stride int, out *float32, count int) 
 func axpysF16AVX2(a *float32, x *uint16, stride int, y *float32, n, count int) { noAsm() }
 
 func toF16AVX2(dst *uint16, x *float32, n int) { noAsm() }
+
+func roundF16AVX2(x *float32, n int) { noAsm() }

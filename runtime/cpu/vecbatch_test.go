@@ -68,7 +68,8 @@ func TestDotsAxpysF16(t *testing.T) {
 	}
 }
 
-// TestToF16 checks ToF16 against planar.F32ToF16 bit for bit on both
+// TestToF16 checks ToF16 against planar.F32ToF16 (and RoundF16 against
+// it and back) bit for bit on both
 // paths: every float32 whose low 13 bits are 0, 0x1000, 0x0fff or 0x1fff
 // (every exponent and sign, the rounding ties and their neighbours:
 // subnormal, normal, overflowing to Inf), every NaN class, and random
@@ -95,6 +96,13 @@ func TestToF16(t *testing.T) {
 		for i := range got {
 			if got[i] != want[i] {
 				t.Fatalf("%s: ToF16(%#08x) = %#04x, want %#04x", modeName(on), math.Float32bits(x[i]), got[i], want[i])
+			}
+		}
+		r := append([]float32(nil), x...)
+		withSIMD(on, func() { RoundF16(r) })
+		for i := range r {
+			if w := F16ToF32(want[i]); math.Float32bits(r[i]) != math.Float32bits(w) {
+				t.Fatalf("%s: RoundF16(%#08x) = %#08x, want %#08x", modeName(on), math.Float32bits(x[i]), math.Float32bits(r[i]), math.Float32bits(w))
 			}
 		}
 	}

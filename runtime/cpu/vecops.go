@@ -58,6 +58,21 @@ func ToF16(dst []uint16, x []float32) {
 	}
 }
 
+// RoundF16 rounds x[i] to binary16 and back in place: F16ToF32(
+// planar.F32ToF16(x[i])), the f16 query and weights of the attention.
+func RoundF16(x []float32) {
+	n := 0
+	if asmOn() {
+		n = len(x) &^ 7
+	}
+	if n > 0 {
+		roundF16AVX2(&x[0], n)
+	}
+	for i := n; i < len(x); i++ {
+		x[i] = f16(planar.F32ToF16(x[i]))
+	}
+}
+
 // DotsF16 sets out[t] = DotF16(a, b[t*stride:]) for t < len(out): one
 // query's scores over consecutive rows of an f16 cache, in one call.
 func DotsF16(a []float32, b []uint16, stride int, out []float32) {

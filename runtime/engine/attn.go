@@ -57,9 +57,8 @@ func (a *attnTask) Run(w, lo, hi int) {
 		clear(out)
 		if s.kc16 != nil {
 			qh := s.qh[w*hd : (w+1)*hd]
-			for j, v := range q {
-				qh[j] = roundF16(v)
-			}
+			copy(qh, q)
+			cpu.RoundF16(qh)
 			if m.opts.FlashAttn {
 				s.flashAttn(out, qh, a.layer, kh, first, n, kqScale)
 				continue
@@ -76,9 +75,7 @@ func (a *attnTask) Run(w, lo, hi int) {
 				sc[t] = s.capped(v) * kqScale
 			}
 			softmax(sc)
-			for t, pt := range sc {
-				sc[t] = roundF16(pt)
-			}
+			cpu.RoundF16(sc)
 			for t := 0; t < n; {
 				slot := base + (first+t)%ring
 				run := min(n-t, base+ring-slot)

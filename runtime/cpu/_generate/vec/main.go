@@ -32,6 +32,7 @@ func main() {
 	dotsF16()
 	axpysF16()
 	toF16()
+	roundF16()
 	siluMul()
 	softmaxExp()
 	sumStream()
@@ -374,6 +375,30 @@ func toF16() {
 		VBLENDVPS(m, c, v, v)
 		VCVTPS2PH(U8(0), v, m.AsX())
 		VMOVDQU(m.AsX(), elem(d, i, 2, 0))
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// roundF16 writes roundF16AVX2: toF16's conversion and back (VCVTPH2PS),
+// in place.
+func roundF16() {
+	TEXT("roundF16AVX2", NOSPLIT, "func(x *float32, n int)")
+	Pragma("noescape")
+	Doc("roundF16AVX2 sets x[i] = F16ToF32(planar.F32ToF16(x[i])) for i < n, n a multiple of 8.")
+	x := Load(Param("x"), GP64())
+	n := Load(Param("n"), GP64())
+	i := GP64()
+	loop("roundF16_8", i, n, 8, func() {
+		v, m, c := YMM(), YMM(), YMM()
+		VMOVUPS(elem(x, i, 4, 0), v)
+		VCMPPS(U8(3), v, v, m) // unordered: NaN
+		VANDPS(vSign, v, c)
+		VORPS(vQNaN, c, c)
+		VBLENDVPS(m, c, v, v)
+		VCVTPS2PH(U8(0), v, m.AsX())
+		VCVTPH2PS(m.AsX(), v)
+		VMOVUPS(v, elem(x, i, 4, 0))
 	})
 	VZEROUPPER()
 	RET()
