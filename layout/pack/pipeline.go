@@ -66,7 +66,7 @@ type packJob struct {
 	srcOff  int64         // where src starts in the file, if mapped
 	mapped  bool          // src is part of the source's mapping, not a pipeline buffer
 	unread  bool          // the reader stopped before this entry
-	dst     []byte        // the packed blob (src itself for raw entries)
+	dst     []byte        // the packed blob (a copy of src for raw entries), a layout.BlobBuf buffer
 	crc     uint32        // layout.Checksum(dst)
 	srcCost int64         // bytes of src held against inFlight
 	dstCost int64         // bytes of dst held against inFlight
@@ -86,6 +86,9 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		}
 		jobs[i] = &packJob{e: e, off: off, done: make(chan struct{})}
 		jobs[i].users.Store(2)
+	}
+	if err := w.Preallocate(); err != nil {
+		return err
 	}
 	// At most GOMAXPROCS packers pack at a time (cpu), and two more
 	// goroutines can be in their writes meanwhile.
@@ -135,10 +138,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			for _, t := range j.e.parts {
 				n += t.Size
 			}
-			var dst int64
-			if j.e.Format != layout.FormatRaw {
-				dst = j.e.Size
-			}
+			dst := j.e.Size
 			// An entry larger than inFlight takes all of it.
 			j.srcCost = min(n, inFlight)
 			j.dstCost = min(dst, inFlight-j.srcCost)
@@ -178,15 +178,10 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	for range workers {
 		wg.Go(func() {
 			for j := range toPack {
-				j.dst = j.src
-				if j.e.Format != layout.FormatRaw {
-					j.dst = bufs.get(int(j.e.Size))
-				}
+				j.dst = bufs.get(int(j.e.Size))
 				j.err = pack(opt, g, w, j, cpu)
-				if j.e.Format != layout.FormatRaw {
-					bufs.put(j.dst)
-					budget.release(j.dstCost)
-				}
+				bufs.put(j.dst)
+				budget.release(j.dstCost)
 				doneWithSrc(j)
 				close(j.done)
 			}
@@ -261,14 +256,17 @@ func morePs() (restore func()) {
 	return func() { runtime.GOMAXPROCS(n) }
 }
 
-// pack packs j.src into j.dst (j.src itself for a raw entry), computes its
-// checksum and writes it at j.off.
+// pack packs j.src into j.dst (a raw entry is copied: the blob goes to the
+// file from a layout.BlobBuf buffer, with O_DIRECT, as every other blob
+// does), computes its checksum and writes it at j.off.
 func pack(opt *Options, g *layout.GGUF, w *layout.Writer, j *packJob, cpu chan struct{}) error {
 	var err error
 	cpu <- struct{}{}
 	fault := catchFault(g.Path, j.e.Name, func() {
 		if j.e.Format != layout.FormatRaw {
 			err = planar.Pack(j.e.geom, j.src, j.dst)
+		} else if copy(j.dst, j.src) != len(j.dst) {
+			err = fmt.Errorf("%d bytes of data for a raw blob of %d", len(j.src), len(j.dst))
 		}
 		j.crc = layout.Checksum(j.dst)
 	})
