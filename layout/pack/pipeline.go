@@ -2,6 +2,7 @@ package pack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -18,39 +19,48 @@ import (
 // repacking and writing overlap across cores:
 //
 //	reader (1): each entry's bytes, in plan order; hands it on, then hashes it (the digest's order)
-//	packers (GOMAXPROCS packing, 2 more writing): planar.Pack, crc32c, WriteBlobAt; any order
+//	dispatcher (1): hands each entry to the packers, in plan order, once its packed blob fits the budget
+//	packers (cores-1 packing, 2 more writing): planar.Pack, crc32c, WriteBlobAt; any order
 //	the caller: manifest entries and progress, in plan order
 //
 // The digest (Source.ContentSHA256) is one SHA-256 over every tensor in
 // plan order, so it cannot be split: on 2 cores the reader, which hashes,
-// sets the pace (0.7 s per GB with SHA-NI on a 2.6 GHz Zen 3), and every
-// other stage runs beside it:
+// sets the pace (0.7-0.8 s per GB with SHA-NI on the development VM), and
+// every other stage runs beside it:
 //   - The reader hands out entries from the GGUF file's mapping (source):
 //     no read copy for entries whose parts lie back to back.
+//   - The reader holds source bytes only (a budget of 1.5 inFlight), the
+//     packers' blobs are held against a budget of their own (inFlight): the
+//     reader runs ahead of packing and writing and is not held up by a slow
+//     write.
 //   - Every blob's offset is fixed before the pipeline starts
-//     (Writer.Reserve, in plan order, where AddBlob would have put it), so
-//     each packer writes the blob it packed itself, at once: there is no
-//     writer goroutine that would have to wait for a P after every write
-//     (on 2 cores, both busy, that wait stalled the whole pipeline).
-//   - Packed blobs are in layout.BlobBuf buffers, which the Writer sends to
-//     the file with O_DIRECT: writing costs no CPU copy, and a packer
-//     blocked in a write leaves its P to the others.
+//     (Writer.Reserve, in plan order, where AddBlob would have put it), and
+//     the file is preallocated to them, so each packer writes the blob it
+//     packed itself, at once: there is no writer goroutine that would have
+//     to wait for a P after every write (on 2 cores, both busy, that wait
+//     stalled the whole pipeline).
+//   - Packed blobs, raw ones included, are in layout.BlobBuf buffers, which
+//     the Writer sends to the file with O_DIRECT: writing costs no CPU copy,
+//     and a packer blocked in a write leaves its P to the others. The
+//     Writer syncs the file in the background as it grows.
 //   - The packers compute each blob's checksum right after packing it,
 //     while it is in their cache.
 //   - The pipeline runs with one P more than there are cores (morePs).
 //
 // The output is the serial loop's byte for byte (writeTensorsSerial in the
 // tests): the blobs lie where AddBlob in plan order would have put them,
-// and the digest sees the tensors in plan order. At most inFlight bytes of
-// source and packed buffers are held at a time (an entry larger than that
-// holds all of it for its source bytes, and its packed blob beside them),
-// source bytes are given back as soon as both the reader's hash and the
-// packer are done with them, and buffers are reused, so the peak RSS stays
-// near inFlight whatever the model's size (the pool keeps at most inFlight
-// more of idle buffers).
+// and the digest sees the tensors in plan order. At most 1.5 inFlight bytes
+// of source (mapped, or copied into a buffer when an entry's parts are not
+// back to back) and inFlight bytes of packed buffers are held at a time
+// (an entry larger than a budget holds all of it), source bytes are given
+// back as soon as both the reader's hash and the packer are done with
+// them, and buffers are reused, so the peak RSS stays near 2.5 inFlight
+// (its anonymous part near inFlight when the source is mapped) whatever
+// the model's size (the pool keeps at most inFlight more of idle buffers).
 
-// inFlight bounds the bytes of the entries between reading and writing (a
-// variable so that the tests can make entries outgrow it).
+// inFlight bounds the packed bytes between packing and writing, and 2/3 of
+// the source bytes between reading and packing (a variable so that the
+// tests can make entries outgrow it).
 var inFlight int64 = 64 << 20
 
 // writeTensors reads, hashes, repacks and writes the tensors of plan, in
@@ -68,8 +78,8 @@ type packJob struct {
 	unread  bool          // the reader stopped before this entry
 	dst     []byte        // the packed blob (a copy of src for raw entries), a layout.BlobBuf buffer
 	crc     uint32        // layout.Checksum(dst)
-	srcCost int64         // bytes of src held against inFlight
-	dstCost int64         // bytes of dst held against inFlight
+	srcCost int64         // bytes of src held against the source budget
+	dstCost int64         // bytes of dst held against the packed budget
 	users   atomic.Int32  // stages still reading src (the reader's hash, the packer)
 	err     error         // a pack or write error, set before done is closed
 	done    chan struct{} // closed when the blob is written (or err is set)
@@ -90,14 +100,16 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	if err := w.Preallocate(); err != nil {
 		return err
 	}
-	// At most GOMAXPROCS packers pack at a time (cpu), and two more
-	// goroutines can be in their writes meanwhile.
+	// At most cores-1 packers pack at a time (cpu; one on one core), so that
+	// the reader keeps a core, and two more goroutines can be in their
+	// writes meanwhile.
+	computing := max(1, runtime.GOMAXPROCS(0)-1)
 	defer morePs()()
-	computing := runtime.GOMAXPROCS(0)
 	workers := computing + 2
 	cpu := make(chan struct{}, computing)
-	budget := newBudget(inFlight)
+	srcBudget, dstBudget := newBudget(inFlight+inFlight/2), newBudget(inFlight)
 	var bufs bufPool
+	toDispatch := make(chan *packJob, len(jobs))
 	toPack := make(chan *packJob, len(jobs))
 	var wg sync.WaitGroup
 	srcs := openSource(g, src)
@@ -114,19 +126,22 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		} else if j.src != nil {
 			bufs.put(j.src)
 		}
-		budget.release(j.srcCost)
+		srcBudget.release(j.srcCost)
 	}
 
 	// The reader, which is also the hasher: every entry's parts, mapped or
-	// in a buffer, in plan order, handed to the packers and then hashed
-	// (the digest's order). A hasher goroutine of its own, fed by the
-	// reader, measured no faster (1.30 s against 1.31 s, medians of 6) and
-	// is one more goroutine to wait for a P. If the reader stops early (a
-	// read error, a fault while hashing, or the caller's budget.cancel), the
-	// entries it did not hand on are done with no src.
+	// in a buffer, in plan order, handed on to be packed and then hashed
+	// (the digest's order). The hash is the pipeline's pace (one SHA-256
+	// over the whole model), so the reader waits for nothing but its own
+	// budget of source bytes (1.5 inFlight): it runs ahead of the packers,
+	// which wait for buffers of their own, rather than in step with their
+	// writes (on the development VM it waited 0.3-0.9 s of 2.3 s for them
+	// when one budget held both). If the reader stops early (a read error, a
+	// fault while hashing, or the caller's cancel), the entries it did not
+	// hand on are done with no src.
 	var readErr error
 	wg.Go(func() {
-		defer close(toPack)
+		defer close(toDispatch)
 		for i, j := range jobs {
 			stop := func(from int) {
 				for _, j := range jobs[from:] {
@@ -138,11 +153,10 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			for _, t := range j.e.parts {
 				n += t.Size
 			}
-			dst := j.e.Size
-			// An entry larger than inFlight takes all of it.
-			j.srcCost = min(n, inFlight)
-			j.dstCost = min(dst, inFlight-j.srcCost)
-			if !budget.acquire(j.srcCost + j.dstCost) {
+			// An entry larger than its budget takes all of it.
+			j.srcCost = min(n, srcBudget.limit)
+			j.dstCost = min(j.e.Size, dstBudget.limit)
+			if !srcBudget.acquire(j.srcCost) {
 				stop(i)
 				return
 			}
@@ -153,11 +167,11 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 				if !j.mapped && j.src != nil {
 					bufs.put(j.src)
 				}
-				budget.release(j.srcCost + j.dstCost)
+				srcBudget.release(j.srcCost)
 				stop(i)
 				return
 			}
-			toPack <- j
+			toDispatch <- j
 			off := 0
 			for _, t := range j.e.parts {
 				if err == nil {
@@ -174,6 +188,22 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		}
 	})
 
+	// The dispatcher: each entry the reader handed on, in plan order, to
+	// the packers once its packed blob fits the budget of packed bytes. An
+	// entry it cannot dispatch (the caller's cancel) is done unpacked.
+	wg.Go(func() {
+		defer close(toPack)
+		for j := range toDispatch {
+			if !dstBudget.acquire(j.dstCost) {
+				j.err = errCanceled
+				doneWithSrc(j)
+				close(j.done)
+				continue
+			}
+			toPack <- j
+		}
+	})
+
 	// The packers: pack, checksum and write each blob.
 	for range workers {
 		wg.Go(func() {
@@ -181,7 +211,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 				j.dst = bufs.get(int(j.e.Size))
 				j.err = pack(opt, g, w, j, cpu)
 				bufs.put(j.dst)
-				budget.release(j.dstCost)
+				dstBudget.release(j.dstCost)
 				doneWithSrc(j)
 				close(j.done)
 			}
@@ -189,7 +219,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	}
 
 	// The caller: manifest entries and progress in plan order. On an error
-	// it stops the reader (budget.cancel); it waits for the other stages to
+	// it stops the reader and the dispatcher (cancel); it waits for the other stages to
 	// finish what they hold before returning, and then returns the
 	// reader's error, if any (a read error or a fault while hashing, which
 	// may come after the entry's blob was written).
@@ -197,7 +227,8 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	nTensors := len(m.Tensors)
 	defer func() {
 		if err != nil {
-			budget.cancel()
+			srcBudget.cancel()
+			dstBudget.cancel()
 		}
 		wg.Wait()
 		if err == nil && readErr != nil {
@@ -282,6 +313,10 @@ func pack(opt *Options, g *layout.GGUF, w *layout.Writer, j *packJob, cpu chan s
 	}
 	return nil
 }
+
+// errCanceled is the error of an entry left unpacked after the pipeline was
+// canceled (the caller has returned its own error by then).
+var errCanceled = errors.New("pipeline canceled")
 
 // budget is a counting semaphore of bytes.
 type budget struct {
