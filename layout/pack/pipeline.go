@@ -19,7 +19,7 @@ import (
 // repacking and writing overlap across cores:
 //
 //	reader (1): each entry's bytes, in plan order; hands it on, then hashes it (the digest's order)
-//	dispatcher (1): hands each entry to the packers, in plan order, once its packed blob fits the budget
+//	dispatcher (1): hands each entry to the packers, in plan order, with a buffer for its packed blob (arena)
 //	packers (cores-1 packing, 2 more writing): planar.Pack, crc32c, WriteBlobAt; any order
 //	the caller: manifest entries and progress, in plan order
 //
@@ -30,7 +30,7 @@ import (
 //   - The reader hands out entries from the GGUF file's mapping (source):
 //     no read copy for entries whose parts lie back to back.
 //   - The reader holds source bytes only (a budget of 1.5 inFlight), the
-//     packers' blobs are held against a budget of their own (inFlight): the
+//     packers' blobs are in a region of their own (arena, inFlight): the
 //     reader runs ahead of packing and writing and is not held up by a slow
 //     write.
 //   - Every blob's offset is fixed before the pipeline starts
@@ -56,7 +56,8 @@ import (
 // back as soon as both the reader's hash and the packer are done with
 // them, and buffers are reused, so the peak RSS stays near 2.5 inFlight
 // (its anonymous part near inFlight when the source is mapped) whatever
-// the model's size (the pool keeps at most inFlight more of idle buffers).
+// the model's size (the pool of source copies keeps at most inFlight more
+// of idle buffers).
 
 // inFlight bounds the packed bytes between packing and writing, and 2/3 of
 // the source bytes between reading and packing (a variable so that the
@@ -76,10 +77,10 @@ type packJob struct {
 	srcOff  int64         // where src starts in the file, if mapped
 	mapped  bool          // src is part of the source's mapping, not a pipeline buffer
 	unread  bool          // the reader stopped before this entry
-	dst     []byte        // the packed blob (a copy of src for raw entries), a layout.BlobBuf buffer
+	dst     []byte        // the packed blob (a copy of src for raw entries), from the arena
+	dstSpan *span         // dst's span in the arena
 	crc     uint32        // layout.Checksum(dst)
 	srcCost int64         // bytes of src held against the source budget
-	dstCost int64         // bytes of dst held against the packed budget
 	users   atomic.Int32  // stages still reading src (the reader's hash, the packer)
 	err     error         // a pack or write error, set before done is closed
 	done    chan struct{} // closed when the blob is written (or err is set)
@@ -107,7 +108,8 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	defer morePs()()
 	workers := computing + 2
 	cpu := make(chan struct{}, computing)
-	srcBudget, dstBudget := newBudget(inFlight+inFlight/2), newBudget(inFlight)
+	srcBudget, dsts := newBudget(inFlight+inFlight/2), newArena(inFlight)
+	defer dsts.free() // after the stages are done (the deferred wait below runs first)
 	var bufs bufPool
 	toDispatch := make(chan *packJob, len(jobs))
 	toPack := make(chan *packJob, len(jobs))
@@ -155,7 +157,6 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			}
 			// An entry larger than its budget takes all of it.
 			j.srcCost = min(n, srcBudget.limit)
-			j.dstCost = min(j.e.Size, dstBudget.limit)
 			if !srcBudget.acquire(j.srcCost) {
 				stop(i)
 				return
@@ -189,12 +190,13 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	})
 
 	// The dispatcher: each entry the reader handed on, in plan order, to
-	// the packers once its packed blob fits the budget of packed bytes. An
+	// the packers once the arena has room for its packed blob. An
 	// entry it cannot dispatch (the caller's cancel) is done unpacked.
 	wg.Go(func() {
 		defer close(toPack)
 		for j := range toDispatch {
-			if !dstBudget.acquire(j.dstCost) {
+			var ok bool
+			if j.dst, j.dstSpan, ok = dsts.get(int(j.e.Size)); !ok {
 				j.err = errCanceled
 				doneWithSrc(j)
 				close(j.done)
@@ -208,10 +210,8 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	for range workers {
 		wg.Go(func() {
 			for j := range toPack {
-				j.dst = bufs.get(int(j.e.Size))
 				j.err = pack(opt, g, w, j, cpu)
-				bufs.put(j.dst)
-				dstBudget.release(j.dstCost)
+				dsts.put(j.dstSpan)
 				doneWithSrc(j)
 				close(j.done)
 			}
@@ -228,7 +228,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	defer func() {
 		if err != nil {
 			srcBudget.cancel()
-			dstBudget.cancel()
+			dsts.cancel()
 		}
 		wg.Wait()
 		if err == nil && readErr != nil {
