@@ -18,28 +18,30 @@ import (
 // The tensor stage of Run as a pipeline, so that reading, hashing,
 // repacking and writing overlap across cores:
 //
-//	reader (1): each entry's bytes, in plan order; hands it on, then hashes it (the digest's order)
+//	reader (1): each entry's bytes, in plan order, to the hasher and the dispatcher
+//	hasher (1): hashes each entry, in plan order (the digest's order)
 //	dispatcher (1): hands each entry to the packers, in plan order, with a buffer for its packed blob (arena)
 //	packers (cores-1 packing, 2 more writing): planar.Pack, crc32c, WriteBlobAt; any order
 //	the caller: manifest entries and progress, in plan order
 //
 // The digest (Source.ContentSHA256) is one SHA-256 over every tensor in
-// plan order, so it cannot be split: on 2 cores the reader, which hashes,
-// sets the pace (0.7-0.8 s per GB with SHA-NI on the development VM), and
+// plan order, so it cannot be split: the hasher sets the pace (0.7-0.9 s
+// per GB with SHA-NI on the development VM), does nothing but hash, and
 // every other stage runs beside it:
 //   - The reader hands out entries from the GGUF file's mapping (source):
-//     no read copy for entries whose parts lie back to back.
+//     no read copy for entries whose parts lie back to back; it populates
+//     their pages (or copies the parts of the others) ahead of the hasher.
 //   - The reader holds source bytes only (a budget of 1.5 inFlight), the
 //     packers' blobs are in a region of their own (arena, inFlight): the
-//     reader runs ahead of packing and writing and is not held up by a slow
-//     write.
+//     reader and the hasher run ahead of packing and writing and are not
+//     held up by a slow write.
 //   - Every blob's offset is fixed before the pipeline starts
 //     (Writer.Reserve, in plan order, where AddBlob would have put it), and
 //     the file is preallocated to them, so each packer writes the blob it
 //     packed itself, at once: there is no writer goroutine that would have
 //     to wait for a P after every write (on 2 cores, both busy, that wait
 //     stalled the whole pipeline).
-//   - Packed blobs, raw ones included, are in layout.BlobBuf buffers, which
+//   - Packed blobs, raw ones included, are in BlobAlign-aligned buffers, which
 //     the Writer sends to the file with O_DIRECT: writing costs no CPU copy,
 //     and a packer blocked in a write leaves its P to the others. The
 //     Writer syncs the file in the background as it grows.
@@ -53,7 +55,7 @@ import (
 // of source (mapped, or copied into a buffer when an entry's parts are not
 // back to back) and inFlight bytes of packed buffers are held at a time
 // (an entry larger than a budget holds all of it), source bytes are given
-// back as soon as both the reader's hash and the packer are done with
+// back as soon as both the hasher and the packer are done with
 // them, and buffers are reused, so the peak RSS stays near 2.5 inFlight
 // (its anonymous part near inFlight when the source is mapped) whatever
 // the model's size (the pool of source copies keeps at most inFlight more
@@ -81,7 +83,7 @@ type packJob struct {
 	dstSpan *span         // dst's span in the arena
 	crc     uint32        // layout.Checksum(dst)
 	srcCost int64         // bytes of src held against the source budget
-	users   atomic.Int32  // stages still reading src (the reader's hash, the packer)
+	users   atomic.Int32  // stages still reading src (the hasher, the packer)
 	err     error         // a pack or write error, set before done is closed
 	done    chan struct{} // closed when the blob is written (or err is set)
 }
@@ -117,7 +119,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	srcs := openSource(g, src)
 	defer srcs.close()
 
-	// doneWithSrc is called by the reader and by the packer when they no
+	// doneWithSrc is called by the hasher and by the packer when they no
 	// longer read j.src; the second call gives it back.
 	doneWithSrc := func(j *packJob) {
 		if j.users.Add(-1) != 0 {
@@ -131,19 +133,17 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		srcBudget.release(j.srcCost)
 	}
 
-	// The reader, which is also the hasher: every entry's parts, mapped or
-	// in a buffer, in plan order, handed on to be packed and then hashed
-	// (the digest's order). The hash is the pipeline's pace (one SHA-256
-	// over the whole model), so the reader waits for nothing but its own
-	// budget of source bytes (1.5 inFlight): it runs ahead of the packers,
-	// which wait for buffers of their own, rather than in step with their
-	// writes (on the development VM it waited 0.3-0.9 s of 2.3 s for them
-	// when one budget held both). If the reader stops early (a read error, a
-	// fault while hashing, or the caller's cancel), the entries it did not
-	// hand on are done with no src.
+	// The reader: every entry's parts, mapped (and their pages populated) or
+	// copied into a buffer, in plan order, handed on to be packed and to be
+	// hashed. It waits for nothing but its budget of source bytes (1.5
+	// inFlight): the packers wait for buffers of their own. If it stops
+	// early (a read error, or a cancel by the hasher or the caller), the
+	// entries it did not hand on are done with no src.
 	var readErr error
+	toHash := make(chan *packJob, len(jobs))
 	wg.Go(func() {
 		defer close(toDispatch)
+		defer close(toHash)
 		for i, j := range jobs {
 			stop := func(from int) {
 				for _, j := range jobs[from:] {
@@ -173,19 +173,30 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 				return
 			}
 			toDispatch <- j
+			toHash <- j
+		}
+	})
+
+	// The hasher: every entry's parts in plan order (the digest's order).
+	// The hash is the pipeline's pace (one SHA-256 over the whole model), so
+	// it does nothing else: the reader maps or copies ahead of it, and it
+	// runs ahead of the packers rather than in step with their writes (on
+	// the development VM, as the reader that also hashed, it waited 0.3-0.9
+	// s of 2.3 s for them when one budget held both). A fault while hashing
+	// (the file truncated under us) stops the reader.
+	var hashErr error
+	wg.Go(func() {
+		for j := range toHash {
 			off := 0
 			for _, t := range j.e.parts {
-				if err == nil {
-					err = catchFault(g.Path, t.Name, func() { hashTensor(digest, t, j.src[off:off+int(t.Size)]) })
+				if hashErr == nil {
+					if hashErr = catchFault(g.Path, t.Name, func() { hashTensor(digest, t, j.src[off:off+int(t.Size)]) }); hashErr != nil {
+						srcBudget.cancel()
+					}
 				}
 				off += int(t.Size)
 			}
 			doneWithSrc(j)
-			if err != nil {
-				readErr = err
-				stop(i + 1)
-				return
-			}
 		}
 	})
 
@@ -219,10 +230,11 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	}
 
 	// The caller: manifest entries and progress in plan order. On an error
-	// it stops the reader and the dispatcher (cancel); it waits for the other stages to
-	// finish what they hold before returning, and then returns the
-	// reader's error, if any (a read error or a fault while hashing, which
-	// may come after the entry's blob was written).
+	// it stops the reader and the dispatcher (cancel); it waits for the
+	// other stages to finish what they hold before returning, and then
+	// returns the hasher's or the reader's error, if any (a fault while
+	// hashing, which may come after the entry's blob was written, or a read
+	// error).
 	var done int64
 	nTensors := len(m.Tensors)
 	defer func() {
@@ -231,6 +243,9 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			dsts.cancel()
 		}
 		wg.Wait()
+		if err == nil && hashErr != nil {
+			err = hashErr // an entry before any the reader failed on
+		}
 		if err == nil && readErr != nil {
 			err = readErr
 		}
