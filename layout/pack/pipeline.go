@@ -183,13 +183,14 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	// runs ahead of the packers rather than in step with their writes (on
 	// the development VM, as the reader that also hashed, it waited 0.3-0.9
 	// s of 2.3 s for them when one budget held both). A fault while hashing
-	// (the file truncated under us) stops the reader.
+	// (the file truncated under us) stops the reader; after a cancel it
+	// hashes nothing more.
 	var hashErr error
 	wg.Go(func() {
 		for j := range toHash {
 			off := 0
 			for _, t := range j.e.parts {
-				if hashErr == nil {
+				if hashErr == nil && !srcBudget.isCanceled() {
 					if hashErr = catchFault(g.Path, t.Name, func() { hashTensor(digest, t, j.src[off:off+int(t.Size)]) }); hashErr != nil {
 						srcBudget.cancel()
 					}
@@ -363,6 +364,13 @@ func (b *budget) acquire(n int64) bool {
 	}
 	b.free -= n
 	return true
+}
+
+// isCanceled reports whether cancel has been called.
+func (b *budget) isCanceled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.canceled
 }
 
 // cancel makes every waiting and later acquire return false.
