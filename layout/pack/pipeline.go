@@ -304,8 +304,8 @@ func morePs() (restore func()) {
 }
 
 // pack packs j.src into j.dst (a raw entry is copied: the blob goes to the
-// file from a layout.BlobBuf buffer, with O_DIRECT, as every other blob
-// does), computes its checksum and writes it at j.off.
+// file from an arena buffer, with O_DIRECT, as every other blob does),
+// computes its checksum and writes it at j.off.
 func pack(opt *Options, g *layout.GGUF, w *layout.Writer, j *packJob, cpu chan struct{}) error {
 	var err error
 	cpu <- struct{}{}
