@@ -32,7 +32,7 @@ import (
 //     no read copy for entries whose parts lie back to back; it populates
 //     their pages (or copies the parts of the others) ahead of the hasher.
 //   - The reader holds source bytes only (a budget of 1.5 inFlight), the
-//     packers' blobs are in a region of their own (arena, inFlight): the
+//     packers' blobs are in a region of their own (arena, at most inFlight): the
 //     reader and the hasher run ahead of packing and writing and are not
 //     held up by a slow write.
 //   - Every blob's offset is fixed before the pipeline starts
@@ -53,16 +53,16 @@ import (
 // tests): the blobs lie where AddBlob in plan order would have put them,
 // and the digest sees the tensors in plan order. At most 1.5 inFlight bytes
 // of source (mapped, or copied into a buffer when an entry's parts are not
-// back to back) and inFlight bytes of packed buffers are held at a time
-// (an entry larger than a budget holds all of it), source bytes are given
-// back as soon as both the hasher and the packer are done with
-// them, and buffers are reused, so the peak RSS stays near 2.5 inFlight
-// (its anonymous part near inFlight when the source is mapped) whatever
-// the model's size (the pool of source copies keeps at most inFlight more
-// of idle buffers).
+// back to back) and the arena's bytes of packed buffers (at most inFlight)
+// are held at a time (an entry larger than a budget holds all of it),
+// source bytes are given back as soon as both the hasher and the packer
+// are done with them, and buffers are reused, so the peak RSS stays near
+// 2.5 inFlight (its anonymous part near the arena's size when the source
+// is mapped) whatever the model's size (the pool of source copies keeps at
+// most inFlight more of idle buffers).
 
-// inFlight bounds the packed bytes between packing and writing, and 2/3 of
-// the source bytes between reading and packing (a variable so that the
+// inFlight bounds the packed bytes between packing and writing (the arena),
+// and 2/3 of the source bytes between reading and packing (a variable so that the
 // tests can make entries outgrow it).
 var inFlight int64 = 64 << 20
 
@@ -110,7 +110,16 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	defer morePs()()
 	workers := computing + 2
 	cpu := make(chan struct{}, computing)
-	srcBudget, dsts := newBudget(inFlight+inFlight/2), newArena(inFlight)
+	// The arena holds a quarter of inFlight, or the largest blob (up to
+	// inFlight): with the hasher running ahead on its own budget, packers
+	// that wait for a write cost nothing, and each page of the arena is
+	// faulted in once (on the development VM, first touches of fresh memory
+	// cost 0.1 s for 64 MiB).
+	arenaSize := inFlight / 4
+	for _, e := range plan.Entries {
+		arenaSize = max(arenaSize, min(e.Size, inFlight))
+	}
+	srcBudget, dsts := newBudget(inFlight+inFlight/2), newArena(arenaSize)
 	defer dsts.free() // after the stages are done (the deferred wait below runs first)
 	var bufs bufPool
 	toDispatch := make(chan *packJob, len(jobs))
