@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -60,6 +61,13 @@ func Checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 // the page cache. The bytes of the file are the same either way (the gap
 // after a blob up to the next BlobAlign boundary reads as zeros: a hole, or
 // the zeros written with it).
+//
+// While blobs are written, a goroutine of the Writer syncs the file each
+// time syncEvery more bytes have gone to it (fdatasync), so that the data
+// reaches stable storage as the pack goes on rather than all at once in
+// Commit: on the development VM, whose virtual disk caches writes, the
+// flush of a whole 1 GB file took 0.4-0.6 s at the end, and the last
+// 128 MiB take 0.03-0.05 s.
 type Writer struct {
 	path     string
 	tmp      *os.File
@@ -67,7 +75,17 @@ type Writer struct {
 	noDirect atomic.Bool // set when the file system refused an O_DIRECT write
 	off      int64       // where the next blob goes
 	err      error
+
+	unsynced atomic.Int64  // bytes written since the last background sync was asked for
+	syncReq  chan struct{} // asks the syncer for a sync (capacity 1)
+	syncDone chan struct{} // closed when the syncer has stopped
+	syncErr  error         // the first background sync error (read after syncDone)
+	stopOnce sync.Once
 }
+
+// syncEvery is the number of bytes between background syncs (a variable so
+// that the tests can make every write ask for one).
+var syncEvery int64 = 128 << 20
 
 // noDirect turns O_DIRECT off (a test hook: both paths must give the same bytes).
 var noDirect = false
@@ -78,13 +96,66 @@ func Create(path string) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{path: path, tmp: tmp, off: BlobAlign}
+	w := &Writer{path: path, tmp: tmp, off: BlobAlign, syncReq: make(chan struct{}, 1), syncDone: make(chan struct{})}
 	if !noDirect {
 		if f, err := os.OpenFile(tmp.Name(), os.O_WRONLY|unix.O_DIRECT, 0); err == nil {
 			w.direct = f
 		}
 	}
+	go w.syncer()
 	return w, nil
+}
+
+// syncer syncs the file each time it is asked to, until stopSyncer. It
+// keeps the first error for Commit: a write-back error is reported once per
+// open file, so the final sync in Commit, on the same file, would not see
+// an error that a background sync has already taken.
+func (w *Writer) syncer() {
+	defer close(w.syncDone)
+	for range w.syncReq {
+		if err := unix.Fdatasync(int(w.tmp.Fd())); err != nil && w.syncErr == nil {
+			w.syncErr = &os.PathError{Op: "fdatasync", Path: w.tmp.Name(), Err: err}
+		}
+	}
+}
+
+// stopSyncer stops the syncer and waits for it; it returns the first
+// background sync error.
+func (w *Writer) stopSyncer() error {
+	w.stopOnce.Do(func() { close(w.syncReq) })
+	<-w.syncDone
+	return w.syncErr
+}
+
+// wrote counts n bytes written and asks the syncer for a sync each time
+// syncEvery more have been written.
+func (w *Writer) wrote(n int64) {
+	if w.unsynced.Add(n) < syncEvery {
+		return
+	}
+	w.unsynced.Store(0)
+	select {
+	case w.syncReq <- struct{}{}:
+	default: // a sync is pending: it will cover these bytes too
+	}
+}
+
+// Preallocate allocates the file's blocks up to the end of the blobs
+// reserved so far (fallocate), before they are written: concurrent
+// O_DIRECT writes then land inside the file on blocks it already has, and
+// the file system (ext4, XFS) lets them run side by side rather than one at
+// a time; a disk too small for the file fails here, before any work. A file
+// system that cannot preallocate is not an error (the blobs are written as
+// they are without it); the file's bytes are the same either way.
+func (w *Writer) Preallocate() error {
+	if w.err != nil {
+		return w.err
+	}
+	err := unix.Fallocate(int(w.tmp.Fd()), 0, 0, w.off)
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EFBIG) {
+		return tempErr(w.path, &os.PathError{Op: "fallocate", Path: w.tmp.Name(), Err: err})
+	}
+	return nil
 }
 
 // BlobBuf returns a buffer of length n for a blob that the Writer writes
@@ -140,6 +211,7 @@ func (w *Writer) WriteBlobAt(b []byte, off int64) error {
 		clear(b[len(b):n])
 		_, err := w.direct.WriteAt(b[:n], off)
 		if err == nil {
+			w.wrote(int64(n))
 			return nil
 		}
 		if !errors.Is(err, unix.EINVAL) {
@@ -150,6 +222,7 @@ func (w *Writer) WriteBlobAt(b []byte, off int64) error {
 	if _, err := w.tmp.WriteAt(b, off); err != nil {
 		return tempErr(w.path, err)
 	}
+	w.wrote(int64(len(b)))
 	return nil
 }
 
@@ -189,6 +262,7 @@ func (w *Writer) Commit(m *Manifest) error {
 	binary.LittleEndian.PutUint64(h[40:], uint64(moff)+uint64(len(body)))
 	binary.LittleEndian.PutUint32(h[60:], Checksum(h[:60]))
 	steps := []func() error{
+		w.stopSyncer,
 		w.closeDirect,
 		func() error { _, err := w.tmp.WriteAt(body, moff); return err },
 		func() error { _, err := w.tmp.WriteAt(h[:], 0); return err },
@@ -209,6 +283,7 @@ func (w *Writer) Commit(m *Manifest) error {
 
 // Abort removes the temporary file. It is safe to call after Commit.
 func (w *Writer) Abort() {
+	w.stopSyncer()
 	w.closeDirect()
 	if w.tmp != nil {
 		w.tmp.Close()

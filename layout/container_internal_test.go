@@ -26,9 +26,10 @@ func TestBlobBuf(t *testing.T) {
 
 // TestWriterDirectBytes reserves room for blobs and writes them at once
 // from several goroutines, some in BlobBuf buffers with stale bytes past
-// their length, some in plain slices, with O_DIRECT and without, and wants
-// the same file, checksums that Verify accepts, and the stale bytes not in
-// it.
+// their length, some in plain slices, with O_DIRECT and without, with the
+// file preallocated and a background sync after every write or not, and
+// wants the same file, checksums that Verify accepts, and the stale bytes
+// not in it.
 func TestWriterDirectBytes(t *testing.T) {
 	sizes := []int{1, 4095, 4096, 4097, 0, 10000, 3 * 4096, 65537}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -39,10 +40,13 @@ func TestWriterDirectBytes(t *testing.T) {
 			blobs[i][k] = byte(rng.Uint32()) | 1 // no zero bytes, so padding shows
 		}
 	}
-	write := func(direct bool) []byte {
-		saved := noDirect
+	write := func(direct, prealloc bool) []byte {
+		saved, savedEvery := noDirect, syncEvery
 		noDirect = !direct
-		defer func() { noDirect = saved }()
+		if prealloc {
+			syncEvery = 1
+		}
+		defer func() { noDirect, syncEvery = saved, savedEvery }()
 		p := filepath.Join(t.TempDir(), "d.xdna")
 		w, err := Create(p)
 		if err != nil {
@@ -72,6 +76,11 @@ func TestWriterDirectBytes(t *testing.T) {
 			if len(src) > 0 { // a manifest entry needs a shape
 				m.Tensors = append(m.Tensors, TensorEntry{Name: "t" + string(rune('a'+i)), Shape: []int{len(src)}, Type: "I8", Format: FormatRaw,
 					BlobRef: BlobRef{Offset: offs[i], Size: int64(len(src)), CRC32C: Checksum(src)}, Device: "cpu", Reason: "test"})
+			}
+		}
+		if prealloc {
+			if err := w.Preallocate(); err != nil {
+				t.Fatal(err)
 			}
 		}
 		// The reserved blobs written at once, last first.
@@ -118,7 +127,10 @@ func TestWriterDirectBytes(t *testing.T) {
 		}
 		return b
 	}
-	if a, b := write(true), write(false); !bytes.Equal(a, b) {
-		t.Fatalf("O_DIRECT gave %d bytes, the page cache %d, or other bytes", len(a), len(b))
+	a := write(true, false)
+	for _, v := range []struct{ direct, prealloc bool }{{false, false}, {true, true}, {false, true}} {
+		if b := write(v.direct, v.prealloc); !bytes.Equal(a, b) {
+			t.Fatalf("O_DIRECT gave %d bytes, direct %v preallocated %v %d, or other bytes", len(a), v.direct, v.prealloc, len(b))
+		}
 	}
 }

@@ -2,6 +2,7 @@ package pack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -17,40 +18,52 @@ import (
 // The tensor stage of Run as a pipeline, so that reading, hashing,
 // repacking and writing overlap across cores:
 //
-//	reader (1): each entry's bytes, in plan order; hands it on, then hashes it (the digest's order)
-//	packers (GOMAXPROCS packing, 2 more writing): planar.Pack, crc32c, WriteBlobAt; any order
+//	reader (1): each entry's bytes, in plan order, to the hasher and the dispatcher
+//	hasher (1): hashes each entry, in plan order (the digest's order)
+//	dispatcher (1): hands each entry to the packers, in plan order, with a buffer for its packed blob (arena)
+//	packers (cores-1 packing, 2 more writing): planar.Pack, crc32c, WriteBlobAt; any order
 //	the caller: manifest entries and progress, in plan order
 //
 // The digest (Source.ContentSHA256) is one SHA-256 over every tensor in
-// plan order, so it cannot be split: on 2 cores the reader, which hashes,
-// sets the pace (0.7 s per GB with SHA-NI on a 2.6 GHz Zen 3), and every
-// other stage runs beside it:
+// plan order, so it cannot be split: the hasher sets the pace (0.7-0.9 s
+// per GB with SHA-NI on the development VM), does nothing but hash, and
+// every other stage runs beside it:
 //   - The reader hands out entries from the GGUF file's mapping (source):
-//     no read copy for entries whose parts lie back to back.
+//     no read copy for entries whose parts lie back to back; it populates
+//     their pages (or copies the parts of the others) ahead of the hasher.
+//   - The reader holds source bytes only (a budget of 1.5 inFlight), the
+//     packers' blobs are in a region of their own (arena, at most inFlight): the
+//     reader and the hasher run ahead of packing and writing and are not
+//     held up by a slow write.
 //   - Every blob's offset is fixed before the pipeline starts
-//     (Writer.Reserve, in plan order, where AddBlob would have put it), so
-//     each packer writes the blob it packed itself, at once: there is no
-//     writer goroutine that would have to wait for a P after every write
-//     (on 2 cores, both busy, that wait stalled the whole pipeline).
-//   - Packed blobs are in layout.BlobBuf buffers, which the Writer sends to
-//     the file with O_DIRECT: writing costs no CPU copy, and a packer
-//     blocked in a write leaves its P to the others.
+//     (Writer.Reserve, in plan order, where AddBlob would have put it), and
+//     the file is preallocated to them, so each packer writes the blob it
+//     packed itself, at once: there is no writer goroutine that would have
+//     to wait for a P after every write (on 2 cores, both busy, that wait
+//     stalled the whole pipeline).
+//   - Packed blobs, raw ones included, are in BlobAlign-aligned buffers, which
+//     the Writer sends to the file with O_DIRECT: writing costs no CPU copy,
+//     and a packer blocked in a write leaves its P to the others. The
+//     Writer syncs the file in the background as it grows.
 //   - The packers compute each blob's checksum right after packing it,
 //     while it is in their cache.
 //   - The pipeline runs with one P more than there are cores (morePs).
 //
 // The output is the serial loop's byte for byte (writeTensorsSerial in the
 // tests): the blobs lie where AddBlob in plan order would have put them,
-// and the digest sees the tensors in plan order. At most inFlight bytes of
-// source and packed buffers are held at a time (an entry larger than that
-// holds all of it for its source bytes, and its packed blob beside them),
-// source bytes are given back as soon as both the reader's hash and the
-// packer are done with them, and buffers are reused, so the peak RSS stays
-// near inFlight whatever the model's size (the pool keeps at most inFlight
-// more of idle buffers).
+// and the digest sees the tensors in plan order. At most 1.5 inFlight bytes
+// of source (mapped, or copied into a buffer when an entry's parts are not
+// back to back) and the arena's bytes of packed buffers (at most inFlight)
+// are held at a time (an entry larger than a budget holds all of it),
+// source bytes are given back as soon as both the hasher and the packer
+// are done with them, and buffers are reused, so the peak RSS stays near
+// 2.5 inFlight (its anonymous part near the arena's size when the source
+// is mapped) whatever the model's size (the pool of source copies keeps at
+// most inFlight more of idle buffers).
 
-// inFlight bounds the bytes of the entries between reading and writing (a
-// variable so that the tests can make entries outgrow it).
+// inFlight bounds the packed bytes between packing and writing (the arena),
+// and 2/3 of the source bytes between reading and packing (a variable so that the
+// tests can make entries outgrow it).
 var inFlight int64 = 64 << 20
 
 // writeTensors reads, hashes, repacks and writes the tensors of plan, in
@@ -66,11 +79,11 @@ type packJob struct {
 	srcOff  int64         // where src starts in the file, if mapped
 	mapped  bool          // src is part of the source's mapping, not a pipeline buffer
 	unread  bool          // the reader stopped before this entry
-	dst     []byte        // the packed blob (src itself for raw entries)
+	dst     []byte        // the packed blob (a copy of src for raw entries), from the arena
+	dstSpan *span         // dst's span in the arena
 	crc     uint32        // layout.Checksum(dst)
-	srcCost int64         // bytes of src held against inFlight
-	dstCost int64         // bytes of dst held against inFlight
-	users   atomic.Int32  // stages still reading src (the reader's hash, the packer)
+	srcCost int64         // bytes of src held against the source budget
+	users   atomic.Int32  // stages still reading src (the hasher, the packer)
 	err     error         // a pack or write error, set before done is closed
 	done    chan struct{} // closed when the blob is written (or err is set)
 }
@@ -87,20 +100,35 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		jobs[i] = &packJob{e: e, off: off, done: make(chan struct{})}
 		jobs[i].users.Store(2)
 	}
-	// At most GOMAXPROCS packers pack at a time (cpu), and two more
-	// goroutines can be in their writes meanwhile.
+	if err := w.Preallocate(); err != nil {
+		return err
+	}
+	// At most cores-1 packers pack at a time (cpu; one on one core), so that
+	// the reader keeps a core, and two more goroutines can be in their
+	// writes meanwhile.
+	computing := max(1, runtime.GOMAXPROCS(0)-1)
 	defer morePs()()
-	computing := runtime.GOMAXPROCS(0)
 	workers := computing + 2
 	cpu := make(chan struct{}, computing)
-	budget := newBudget(inFlight)
+	// The arena holds a quarter of inFlight, or the largest blob (up to
+	// inFlight): with the hasher running ahead on its own budget, packers
+	// that wait for a write cost nothing, and each page of the arena is
+	// faulted in once (on the development VM, first touches of fresh memory
+	// cost 0.1 s for 64 MiB).
+	arenaSize := inFlight / 4
+	for _, e := range plan.Entries {
+		arenaSize = max(arenaSize, min(e.Size, inFlight))
+	}
+	srcBudget, dsts := newBudget(inFlight+inFlight/2), newArena(arenaSize)
+	defer dsts.free() // after the stages are done (the deferred wait below runs first)
 	var bufs bufPool
+	toDispatch := make(chan *packJob, len(jobs))
 	toPack := make(chan *packJob, len(jobs))
 	var wg sync.WaitGroup
 	srcs := openSource(g, src)
 	defer srcs.close()
 
-	// doneWithSrc is called by the reader and by the packer when they no
+	// doneWithSrc is called by the hasher and by the packer when they no
 	// longer read j.src; the second call gives it back.
 	doneWithSrc := func(j *packJob) {
 		if j.users.Add(-1) != 0 {
@@ -111,19 +139,20 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		} else if j.src != nil {
 			bufs.put(j.src)
 		}
-		budget.release(j.srcCost)
+		srcBudget.release(j.srcCost)
 	}
 
-	// The reader, which is also the hasher: every entry's parts, mapped or
-	// in a buffer, in plan order, handed to the packers and then hashed
-	// (the digest's order). A hasher goroutine of its own, fed by the
-	// reader, measured no faster (1.30 s against 1.31 s, medians of 6) and
-	// is one more goroutine to wait for a P. If the reader stops early (a
-	// read error, a fault while hashing, or the caller's budget.cancel), the
+	// The reader: every entry's parts, mapped (and their pages populated) or
+	// copied into a buffer, in plan order, handed on to be packed and to be
+	// hashed. It waits for nothing but its budget of source bytes (1.5
+	// inFlight): the packers wait for buffers of their own. If it stops
+	// early (a read error, or a cancel by the hasher or the caller), the
 	// entries it did not hand on are done with no src.
 	var readErr error
+	toHash := make(chan *packJob, len(jobs))
 	wg.Go(func() {
-		defer close(toPack)
+		defer close(toDispatch)
+		defer close(toHash)
 		for i, j := range jobs {
 			stop := func(from int) {
 				for _, j := range jobs[from:] {
@@ -135,14 +164,9 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			for _, t := range j.e.parts {
 				n += t.Size
 			}
-			var dst int64
-			if j.e.Format != layout.FormatRaw {
-				dst = j.e.Size
-			}
-			// An entry larger than inFlight takes all of it.
-			j.srcCost = min(n, inFlight)
-			j.dstCost = min(dst, inFlight-j.srcCost)
-			if !budget.acquire(j.srcCost + j.dstCost) {
+			// An entry larger than its budget takes all of it.
+			j.srcCost = min(n, srcBudget.limit)
+			if !srcBudget.acquire(j.srcCost) {
 				stop(i)
 				return
 			}
@@ -153,24 +177,53 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 				if !j.mapped && j.src != nil {
 					bufs.put(j.src)
 				}
-				budget.release(j.srcCost + j.dstCost)
+				srcBudget.release(j.srcCost)
 				stop(i)
 				return
 			}
-			toPack <- j
+			toDispatch <- j
+			toHash <- j
+		}
+	})
+
+	// The hasher: every entry's parts in plan order (the digest's order).
+	// The hash is the pipeline's pace (one SHA-256 over the whole model), so
+	// it does nothing else: the reader maps or copies ahead of it, and it
+	// runs ahead of the packers rather than in step with their writes (on
+	// the development VM, as the reader that also hashed, it waited 0.3-0.9
+	// s of 2.3 s for them when one budget held both). A fault while hashing
+	// (the file truncated under us) stops the reader; after a cancel it
+	// hashes nothing more.
+	var hashErr error
+	wg.Go(func() {
+		for j := range toHash {
 			off := 0
 			for _, t := range j.e.parts {
-				if err == nil {
-					err = catchFault(g.Path, t.Name, func() { hashTensor(digest, t, j.src[off:off+int(t.Size)]) })
+				if hashErr == nil && !srcBudget.isCanceled() {
+					if hashErr = catchFault(g.Path, t.Name, func() { hashTensor(digest, t, j.src[off:off+int(t.Size)]) }); hashErr != nil {
+						srcBudget.cancel()
+					}
 				}
 				off += int(t.Size)
 			}
 			doneWithSrc(j)
-			if err != nil {
-				readErr = err
-				stop(i + 1)
-				return
+		}
+	})
+
+	// The dispatcher: each entry the reader handed on, in plan order, to
+	// the packers once the arena has room for its packed blob. An
+	// entry it cannot dispatch (the caller's cancel) is done unpacked.
+	wg.Go(func() {
+		defer close(toPack)
+		for j := range toDispatch {
+			var ok bool
+			if j.dst, j.dstSpan, ok = dsts.get(int(j.e.Size)); !ok {
+				j.err = errCanceled
+				doneWithSrc(j)
+				close(j.done)
+				continue
 			}
+			toPack <- j
 		}
 	})
 
@@ -178,15 +231,8 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	for range workers {
 		wg.Go(func() {
 			for j := range toPack {
-				j.dst = j.src
-				if j.e.Format != layout.FormatRaw {
-					j.dst = bufs.get(int(j.e.Size))
-				}
 				j.err = pack(opt, g, w, j, cpu)
-				if j.e.Format != layout.FormatRaw {
-					bufs.put(j.dst)
-					budget.release(j.dstCost)
-				}
+				dsts.put(j.dstSpan)
 				doneWithSrc(j)
 				close(j.done)
 			}
@@ -194,17 +240,22 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	}
 
 	// The caller: manifest entries and progress in plan order. On an error
-	// it stops the reader (budget.cancel); it waits for the other stages to
-	// finish what they hold before returning, and then returns the
-	// reader's error, if any (a read error or a fault while hashing, which
-	// may come after the entry's blob was written).
+	// it stops the reader and the dispatcher (cancel); it waits for the
+	// other stages to finish what they hold before returning, and then
+	// returns the hasher's or the reader's error, if any (a fault while
+	// hashing, which may come after the entry's blob was written, or a read
+	// error).
 	var done int64
 	nTensors := len(m.Tensors)
 	defer func() {
 		if err != nil {
-			budget.cancel()
+			srcBudget.cancel()
+			dsts.cancel()
 		}
 		wg.Wait()
+		if err == nil && hashErr != nil {
+			err = hashErr // an entry before any the reader failed on
+		}
 		if err == nil && readErr != nil {
 			err = readErr
 		}
@@ -261,14 +312,17 @@ func morePs() (restore func()) {
 	return func() { runtime.GOMAXPROCS(n) }
 }
 
-// pack packs j.src into j.dst (j.src itself for a raw entry), computes its
-// checksum and writes it at j.off.
+// pack packs j.src into j.dst (a raw entry is copied: the blob goes to the
+// file from an arena buffer, with O_DIRECT, as every other blob does),
+// computes its checksum and writes it at j.off.
 func pack(opt *Options, g *layout.GGUF, w *layout.Writer, j *packJob, cpu chan struct{}) error {
 	var err error
 	cpu <- struct{}{}
 	fault := catchFault(g.Path, j.e.Name, func() {
 		if j.e.Format != layout.FormatRaw {
 			err = planar.Pack(j.e.geom, j.src, j.dst)
+		} else if copy(j.dst, j.src) != len(j.dst) {
+			err = fmt.Errorf("%d bytes of data for a raw blob of %d", len(j.src), len(j.dst))
 		}
 		j.crc = layout.Checksum(j.dst)
 	})
@@ -284,6 +338,10 @@ func pack(opt *Options, g *layout.GGUF, w *layout.Writer, j *packJob, cpu chan s
 	}
 	return nil
 }
+
+// errCanceled is the error of an entry left unpacked after the pipeline was
+// canceled (the caller has returned its own error by then).
+var errCanceled = errors.New("pipeline canceled")
 
 // budget is a counting semaphore of bytes.
 type budget struct {
@@ -315,6 +373,13 @@ func (b *budget) acquire(n int64) bool {
 	}
 	b.free -= n
 	return true
+}
+
+// isCanceled reports whether cancel has been called.
+func (b *budget) isCanceled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.canceled
 }
 
 // cancel makes every waiting and later acquire return false.

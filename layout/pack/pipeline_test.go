@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
@@ -343,4 +345,77 @@ func openPlan(t *testing.T, in string) (*layout.GGUF, *Plan) {
 		t.Fatal(err)
 	}
 	return g, plan
+}
+
+// TestArena hands out buffers of random sizes, some larger than the region,
+// gives them back in random order, and checks that every buffer is aligned
+// for O_DIRECT, that no two buffers out at once share a byte, that the
+// region is never overcommitted, and that cancel wakes a waiting get.
+func TestArena(t *testing.T) {
+	const a4k = layout.BlobAlign
+	rng := rand.New(rand.NewPCG(7, 7))
+	a := newArena(10 * a4k)
+	type out struct {
+		b []byte
+		s *span
+	}
+	var live []out
+	for range 2000 {
+		if len(live) > 0 && (rng.IntN(3) == 0 || len(live) > 8) {
+			i := rng.IntN(len(live))
+			a.put(live[i].s)
+			live = append(live[:i], live[i+1:]...)
+			continue
+		}
+		n := 1 + rng.IntN(4*a4k)
+		if rng.IntN(50) == 0 {
+			n = 11*a4k + rng.IntN(a4k) // larger than the region
+		}
+		// get would wait (this goroutine holds what it waits for): give
+		// everything back first.
+		c, start := alignTo(int64(n)), a.head
+		if off := start % a.size; off+c > a.size {
+			start += a.size - off
+		}
+		tail := start
+		if len(a.spans) > 0 {
+			tail = a.spans[0].start
+		}
+		if start+c-tail > a.size || c > a.size {
+			for _, o := range live {
+				a.put(o.s)
+			}
+			live = live[:0]
+		}
+		b, s, ok := a.get(n)
+		if !ok || len(b) != n || int64(cap(b)) != alignTo(int64(n)) {
+			t.Fatalf("get(%d): ok %v len %d cap %d", n, ok, len(b), cap(b))
+		}
+		if p := uintptr(unsafe.Pointer(unsafe.SliceData(b))); p%a4k != 0 {
+			t.Fatalf("get(%d) at %#x, not aligned", n, p)
+		}
+		for _, o := range live {
+			p, q := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(unsafe.Pointer(unsafe.SliceData(o.b)))
+			if p < q+uintptr(cap(o.b)) && q < p+uintptr(cap(b)) {
+				t.Fatalf("get(%d) overlaps a buffer still out", n)
+			}
+		}
+		live = append(live, out{b, s})
+	}
+	for _, o := range live {
+		a.put(o.s)
+	}
+	if len(a.spans) != 0 {
+		t.Fatalf("%d spans left after every buffer came back", len(a.spans))
+	}
+	// A get that must wait is woken by cancel.
+	_, s, _ := a.get(int(a.size))
+	got := make(chan bool)
+	go func() { _, _, ok := a.get(1); got <- ok }()
+	a.cancel()
+	if <-got {
+		t.Errorf("get after cancel succeeded")
+	}
+	a.put(s)
+	a.free()
 }
