@@ -336,7 +336,11 @@ func rows32x512(name string, q8, q5 bool) {
 		planes = append(planes, "high")
 		strides["high"] = hs
 	}
-	tv := beginTiles(name, planes...)
+	ahead := prefetchAhead
+	if q5 {
+		ahead = q5Ahead
+	}
+	tv := beginTilesAhead(name, ahead, planes...)
 
 	for _, n := range []int{8, 4} {
 		lbl := fmt.Sprintf("%s_rows%d", name, n)
