@@ -5610,11 +5610,8 @@ TEXT ·q8_0RowsAVX512(SB), NOSPLIT, $48-88
 	VMOVDQU64    idxRed<>+0(SB), Z0
 	VMOVDQU64    idx01<>+0(SB), Y1
 	VMOVDQU64    idxT<>+0(SB), Y2
-	VMOVDQU64    idxRed8<>+0(SB), Z3
-	VMOVDQU64    idxST8<>+0(SB), Z4
-	VMOVDQU64    idxB8<>+0(SB), Z5
-	VPBROADCASTD c80x4<>+0(SB), Z6
-	VPXORD       Z7, Z7, Z7
+	VPBROADCASTD c80x4<>+0(SB), Z3
+	VPXORD       Z4, Z4, Z4
 	MOVQ         $0x00000000, 32(SP)
 	MOVQ         codes+0(FP), DI
 	MOVQ         DI, 40(SP)
@@ -5653,131 +5650,13 @@ q8_0RowsAVX512_pf:
 q8_0RowsAVX512_pfdone:
 	MOVQ R8, 40(SP)
 
-q8_0RowsAVX512_rows8:
-	CMPQ   16(SP), $0x08
-	JL     q8_0RowsAVX512_rows4
-	MOVQ   (SP), DI
-	MOVQ   8(SP), R8
-	XORQ   R9, R9
-	VXORPS Y8, Y8, Y8
-
-q8_0RowsAVX512_rows8_pair:
-	MOVQ          40(SP), R10
-	PREFETCHT0    (R10)
-	PREFETCHT0    64(R10)
-	PREFETCHT0    128(R10)
-	PREFETCHT0    192(R10)
-	PREFETCHT0    256(R10)
-	PREFETCHT0    320(R10)
-	PREFETCHT0    384(R10)
-	PREFETCHT0    448(R10)
-	ADDQ          $0x00000200, R10
-	MOVQ          R10, 40(SP)
-	LEAQ          (DI)(AX*2), R10
-	LEAQ          (DI)(AX*4), R11
-	LEAQ          (R11)(AX*2), R12
-	VMOVDQU64     (DX)(R9*8), Z9
-	VPXORD        Z10, Z10, Z10
-	VPDPBUSD      Z9, Z6, Z10
-	VPSUBD        Z10, Z7, Z11
-	VPXORD        (DI), Z6, Z12
-	VPDPBUSD      Z9, Z12, Z11
-	VPSUBD        Z10, Z7, Z12
-	VPXORD        (DI)(AX*1), Z6, Z15
-	VPDPBUSD      Z9, Z15, Z12
-	VPSUBD        Z10, Z7, Z15
-	VPXORD        (DI)(AX*2), Z6, Z16
-	VPDPBUSD      Z9, Z16, Z15
-	VPSUBD        Z10, Z7, Z16
-	VPXORD        (R10)(AX*1), Z6, Z17
-	VPDPBUSD      Z9, Z17, Z16
-	VPSUBD        Z10, Z7, Z17
-	VPXORD        (R11), Z6, Z18
-	VPDPBUSD      Z9, Z18, Z17
-	VPSUBD        Z10, Z7, Z18
-	VPXORD        (R11)(AX*1), Z6, Z19
-	VPDPBUSD      Z9, Z19, Z18
-	VPSUBD        Z10, Z7, Z19
-	VPXORD        (R11)(AX*2), Z6, Z20
-	VPDPBUSD      Z9, Z20, Z19
-	VPSUBD        Z10, Z7, Z20
-	VPXORD        (R12)(AX*1), Z6, Z21
-	VPDPBUSD      Z9, Z21, Z20
-	VSHUFI64X2    $0x88, Z12, Z11, Z9
-	VSHUFI64X2    $0xdd, Z12, Z11, Z11
-	VPADDD        Z11, Z9, Z9
-	VSHUFI64X2    $0x88, Z16, Z15, Z11
-	VSHUFI64X2    $0xdd, Z16, Z15, Z12
-	VPADDD        Z12, Z11, Z11
-	VSHUFI64X2    $0x88, Z18, Z17, Z12
-	VSHUFI64X2    $0xdd, Z18, Z17, Z15
-	VPADDD        Z15, Z12, Z12
-	VSHUFI64X2    $0x88, Z20, Z19, Z15
-	VSHUFI64X2    $0xdd, Z20, Z19, Z16
-	VPADDD        Z16, Z15, Z15
-	VPUNPCKLDQ    Z11, Z9, Z16
-	VPUNPCKHDQ    Z11, Z9, Z9
-	VPADDD        Z9, Z16, Z16
-	VPSHUFD       $0x4e, Z16, Z9
-	VPADDD        Z9, Z16, Z16
-	VPUNPCKLDQ    Z15, Z12, Z9
-	VPUNPCKHDQ    Z15, Z12, Z11
-	VPADDD        Z11, Z9, Z9
-	VPSHUFD       $0x4e, Z9, Z11
-	VPADDD        Z11, Z9, Z9
-	VPERMT2D      Z9, Z3, Z16
-	VCVTDQ2PS     Z16, Z9
-	LEAQ          (R8)(CX*4), R10
-	VMOVD         (R10), X11
-	VPBROADCASTD  (R10)(CX*1), K1, X11
-	VPBROADCASTD  (R10)(CX*2), K2, X11
-	LEAQ          (R10)(CX*2), R10
-	VPBROADCASTD  (R10)(CX*1), K3, X11
-	VMOVD         (R8), X13
-	VPBROADCASTD  (R8)(CX*1), K1, X13
-	VPBROADCASTD  (R8)(CX*2), K2, X13
-	LEAQ          (R8)(CX*2), R10
-	VPBROADCASTD  (R10)(CX*1), K3, X13
-	VINSERTI32X4  $0x01, X11, Y13, Y11
-	VCVTPH2PS     Y11, Z11
-	VPERMPS       Z11, Z4, Z11
-	VMOVQ         (BX)(R9*1), X13
-	VPERMD        Z13, Z5, Z12
-	VMULPS        Z12, Z11, Z11
-	VMULPS        Z11, Z9, Z9
-	VADDPS        Y9, Y8, Y8
-	VEXTRACTF64X4 $0x01, Z9, Y9
-	VADDPS        Y9, Y8, Y8
-	ADDQ          $0x40, DI
-	ADDQ          $0x04, R8
-	ADDQ          $0x08, R9
-	CMPQ          R9, SI
-	JL            q8_0RowsAVX512_rows8_pair
-	MOVQ          24(SP), DI
-	CMPQ          32(SP), $0x00
-	JE            q8_0RowsAVX512_rows8_store
-	VADDPS        (DI), Y8, Y8
-
-q8_0RowsAVX512_rows8_store:
-	VMOVUPS Y8, (DI)
-	ADDQ    $0x20, DI
-	MOVQ    DI, 24(SP)
-	MOVQ    (SP), DI
-	LEAQ    (DI)(AX*8), DI
-	MOVQ    DI, (SP)
-	MOVQ    8(SP), DI
-	LEAQ    (DI)(CX*8), DI
-	MOVQ    DI, 8(SP)
-	SUBQ    $0x08, 16(SP)
-	JMP     q8_0RowsAVX512_rows8
-
 q8_0RowsAVX512_rows4:
 	CMPQ   16(SP), $0x04
 	JL     q8_0RowsAVX512_rowsdone
 	MOVQ   (SP), DI
 	MOVQ   8(SP), R8
 	XORQ   R9, R9
-	VXORPS X8, X8, X8
+	VXORPS X5, X5, X5
 
 q8_0RowsAVX512_rows4_pair:
 	MOVQ         40(SP), R10
@@ -5788,48 +5667,48 @@ q8_0RowsAVX512_rows4_pair:
 	ADDQ         $0x00000100, R10
 	MOVQ         R10, 40(SP)
 	LEAQ         (DI)(AX*2), R10
-	VMOVDQU64    (DX)(R9*8), Z9
-	VPXORD       Z14, Z14, Z14
-	VPDPBUSD     Z9, Z6, Z14
-	VPSUBD       Z14, Z7, Z11
-	VPXORD       (DI), Z6, Z12
-	VPDPBUSD     Z9, Z12, Z11
-	VPSUBD       Z14, Z7, Z12
-	VPXORD       (DI)(AX*1), Z6, Z15
-	VPDPBUSD     Z9, Z15, Z12
-	VPSUBD       Z14, Z7, Z15
-	VPXORD       (DI)(AX*2), Z6, Z16
-	VPDPBUSD     Z9, Z16, Z15
-	VPSUBD       Z14, Z7, Z16
-	VPXORD       (R10)(AX*1), Z6, Z17
-	VPDPBUSD     Z9, Z17, Z16
-	VSHUFI64X2   $0x88, Z12, Z11, Z9
-	VSHUFI64X2   $0xdd, Z12, Z11, Z11
-	VPADDD       Z11, Z9, Z9
-	VSHUFI64X2   $0x88, Z16, Z15, Z11
-	VSHUFI64X2   $0xdd, Z16, Z15, Z12
-	VPADDD       Z12, Z11, Z11
-	VPUNPCKLDQ   Z11, Z9, Z12
-	VPUNPCKHDQ   Z11, Z9, Z9
-	VPADDD       Z9, Z12, Z12
-	VPSHUFD      $0x4e, Z12, Z9
-	VPADDD       Z9, Z12, Z12
-	VPERMD       Z12, Z0, Z12
-	VCVTDQ2PS    Y12, Y9
-	VMOVD        (R8), X11
-	VPBROADCASTD (R8)(CX*1), K1, X11
-	VPBROADCASTD (R8)(CX*2), K2, X11
+	VMOVDQU64    (DX)(R9*8), Z6
+	VPXORD       Z7, Z7, Z7
+	VPDPBUSD     Z6, Z3, Z7
+	VPSUBD       Z7, Z4, Z8
+	VPXORD       (DI), Z3, Z9
+	VPDPBUSD     Z6, Z9, Z8
+	VPSUBD       Z7, Z4, Z9
+	VPXORD       (DI)(AX*1), Z3, Z11
+	VPDPBUSD     Z6, Z11, Z9
+	VPSUBD       Z7, Z4, Z11
+	VPXORD       (DI)(AX*2), Z3, Z12
+	VPDPBUSD     Z6, Z12, Z11
+	VPSUBD       Z7, Z4, Z12
+	VPXORD       (R10)(AX*1), Z3, Z13
+	VPDPBUSD     Z6, Z13, Z12
+	VSHUFI64X2   $0x88, Z9, Z8, Z6
+	VSHUFI64X2   $0xdd, Z9, Z8, Z8
+	VPADDD       Z8, Z6, Z6
+	VSHUFI64X2   $0x88, Z12, Z11, Z8
+	VSHUFI64X2   $0xdd, Z12, Z11, Z9
+	VPADDD       Z9, Z8, Z8
+	VPUNPCKLDQ   Z8, Z6, Z9
+	VPUNPCKHDQ   Z8, Z6, Z6
+	VPADDD       Z6, Z9, Z9
+	VPSHUFD      $0x4e, Z9, Z6
+	VPADDD       Z6, Z9, Z9
+	VPERMD       Z9, Z0, Z9
+	VCVTDQ2PS    Y9, Y6
+	VMOVD        (R8), X8
+	VPBROADCASTD (R8)(CX*1), K1, X8
+	VPBROADCASTD (R8)(CX*2), K2, X8
 	LEAQ         (R8)(CX*2), R10
-	VPBROADCASTD (R10)(CX*1), K3, X11
-	VCVTPH2PS    X11, Y11
-	VPERMPS      Y11, Y2, Y11
-	VMOVQ        (BX)(R9*1), X13
-	VPERMD       Y13, Y1, Y12
-	VMULPS       Y12, Y11, Y11
-	VMULPS       Y11, Y9, Y9
-	VADDPS       X9, X8, X8
-	VEXTRACTF128 $0x01, Y9, X9
-	VADDPS       X9, X8, X8
+	VPBROADCASTD (R10)(CX*1), K3, X8
+	VCVTPH2PS    X8, Y8
+	VPERMPS      Y8, Y2, Y8
+	VMOVQ        (BX)(R9*1), X10
+	VPERMD       Y10, Y1, Y9
+	VMULPS       Y9, Y8, Y8
+	VMULPS       Y8, Y6, Y6
+	VADDPS       X6, X5, X5
+	VEXTRACTF128 $0x01, Y6, X6
+	VADDPS       X6, X5, X5
 	ADDQ         $0x40, DI
 	ADDQ         $0x04, R8
 	ADDQ         $0x08, R9
@@ -5838,10 +5717,10 @@ q8_0RowsAVX512_rows4_pair:
 	MOVQ         24(SP), DI
 	CMPQ         32(SP), $0x00
 	JE           q8_0RowsAVX512_rows4_store
-	VADDPS       (DI), X8, X8
+	VADDPS       (DI), X5, X5
 
 q8_0RowsAVX512_rows4_store:
-	VMOVUPS X8, (DI)
+	VMOVUPS X5, (DI)
 	ADDQ    $0x10, DI
 	MOVQ    DI, 24(SP)
 	MOVQ    (SP), DI
