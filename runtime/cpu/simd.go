@@ -35,7 +35,7 @@ import (
 // and VNNI) has the same arguments, layouts and bits, with its own rows
 // kernels and GEMM: VPDPBUSD and VPDPWSSD form
 // the same exact int32 sums with fewer instructions, 64 bytes of weights
-// per load, the Q4_0, Q5_0 and Q8_0 rows kernels eight rows per step. Where the
+// per load, the Q4_0 and Q5_0 rows kernels eight rows per step. Where the
 // CPU has no AVX-512 the tests run it under x86sim (sim_test.go).
 //
 // For Q4_0, Q5_0 and Q8_0 the kernels take the blocks of a K-tile by pairs,

@@ -335,39 +335,65 @@ type tileVars struct {
 	rows   Mem
 	y      Mem
 	add    Mem
-	pf     Mem // the prefetch pointer: prefetchAhead bytes ahead in the codes
+	pf     Mem // the prefetch pointer: ahead bytes ahead in the codes
 }
 
 // beginTiles allocates the variables and opens the K-tile loop; the rows
-// kernels take tiles K-tiles, tstride bytes apart in every plane.
+// kernels take tiles K-tiles, tstride bytes apart in every plane. The codes
+// are prefetched prefetchAhead bytes ahead (beginTilesAhead).
 func beginTiles(name string, planes ...string) *tileVars {
+	return beginTilesAhead(name, prefetchAhead, planes...)
+}
+
+// beginTilesAhead is beginTiles prefetching the codes ahead bytes ahead.
+//
+// One prefetch pointer runs over the whole call, not one per K-tile: a
+// call on whole column groups (as MatVec makes for one token) reads one
+// contiguous run, K-tile after K-tile, each tile's codes then its small
+// planes, so the pointer only has to catch up at a tile's start to ahead
+// bytes past the tile's codes, prefetching the lines from where it was
+// (the small planes' bytes, ahead further on), not the whole ahead bytes
+// again. The first tile's start prefetches its first ahead bytes.
+func beginTilesAhead(name string, ahead int, planes ...string) *tileVars {
 	v := &tileVars{planes: planes, local: map[string]Mem{}}
 	for _, p := range planes {
 		v.local[p] = AllocLocal(8)
 	}
 	v.rows, v.y, v.add, v.pf = AllocLocal(8), AllocLocal(8), AllocLocal(8), AllocLocal(8)
 	MOVQ(U32(0), v.add)
+	r := Load(Param("codes"), GP64())
+	MOVQ(r, v.pf)
 	Label(name + "_tile")
-	for i, p := range planes {
+	for _, p := range planes[1:] {
+		// The first bytes of each small plane, which the prefetches of
+		// the loops (nextRows) do not cover.
 		r := Load(Param(p), GP64())
-		MOVQ(r, v.local[p])
-		// The first bytes of each plane, which the prefetches of the
-		// loops (prefetch, nextRows) do not cover.
-		n := planeAhead
-		if i == 0 {
-			n = prefetchAhead
-		}
-		for o := 0; o < n; o += 64 {
+		for o := 0; o < planeAhead; o += 64 {
 			PREFETCHT0(Mem{Base: r, Disp: o})
 		}
 	}
-	r := Load(Param("rows"), GP64())
+	for _, p := range planes {
+		r := Load(Param(p), GP64())
+		MOVQ(r, v.local[p])
+	}
+	r = Load(Param("rows"), GP64())
 	MOVQ(r, v.rows)
 	r = Load(Param("y"), GP64())
 	MOVQ(r, v.y)
-	r = Load(Param("codes"), GP64())
-	ADDQ(U32(prefetchAhead), r)
-	MOVQ(r, v.pf)
+	// The codes' lines from max(pf, codes) to codes+ahead.
+	q, end := GP64(), Load(Param("codes"), GP64())
+	MOVQ(v.pf, q)
+	CMPQ(q, end)
+	CMOVQLT(end, q)
+	ADDQ(U32(ahead), end)
+	Label(name + "_pf")
+	CMPQ(q, end)
+	JAE(LabelRef(name + "_pfdone"))
+	PREFETCHT0(Mem{Base: q})
+	ADDQ(U8(64), q)
+	JMP(LabelRef(name + "_pf"))
+	Label(name + "_pfdone")
+	MOVQ(end, v.pf)
 	return v
 }
 
@@ -458,15 +484,27 @@ func (v *tileVars) endTiles(name string, advance func()) {
 }
 
 // prefetchAhead is how far ahead of the codes they read the rows kernels
-// prefetch, in bytes.
-const prefetchAhead = 2048
+// prefetch, in bytes. On a Zen 4 (EPYC, 2 threads, 4 KiB pages: the
+// weights are a mapped file) 16 KiB ahead, with one prefetch pointer over
+// the K-tiles of a call, read the 0.5B decode shapes from memory 5-45%
+// faster than 2 KiB ahead restarted at every K-tile (BenchmarkDecode05B's
+// shapes, one thread, medians of calls interleaved with the old kernels):
+// the most on the short K-tiles of ffn_down and on the small qkv, where a
+// group is gone before 2 KiB of prefetches ahead have caught up.
+const prefetchAhead = 16 << 10
+
+// q5Ahead is prefetchAhead for the Q5_0 rows kernels, whose three streams
+// (codes, high bits, scales) and longer arithmetic per byte made them lose
+// a few per cent with 16 KiB in their largest shape (gate_up) where 12 KiB
+// did not.
+const q5Ahead = 12 << 10
 
 // planeAhead is how far ahead the rows kernels prefetch their other planes
 // (scales, high bits, mins), in bytes: 32 to 128 rows. With these planes
 // prefetched, and the first bytes of every plane of a K-tile, one-token
 // decoding of the 0.5B shape took 11% (Q4_0, Q8_0) and 5% (Q4_K_M) less
-// CPU time per token on one thread of a Zen 3 (prefetchAhead 4096 or
-// planeAhead 1024 took 3% more than 2048 and 512).
+// CPU time per token on one thread of a Zen 3 (planeAhead 1024 took 3%
+// more than 512; on a Zen 4 it made no difference).
 const planeAhead = 512
 
 // rowsQ4 writes the Q4_0 (q5: Q5_0) rows kernel: rows (a multiple of 4)
@@ -506,7 +544,11 @@ func rowsQ4(name string, q5 bool) {
 	m0F, ones := YMM(), YMM()
 	VMOVDQU(c0F, m0F)
 	VMOVDQU(ones16, ones)
-	tv := beginTiles(name, planes...)
+	ahead := prefetchAhead
+	if q5 {
+		ahead = q5Ahead
+	}
+	tv := beginTilesAhead(name, ahead, planes...)
 
 	// Eight rows per step while eight are left, then four: two
 	// independent float chains, and the step's fixed work (the scale
