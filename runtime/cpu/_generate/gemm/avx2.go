@@ -64,33 +64,26 @@ func gemm2(name string, q8 bool) {
 		"gd[12i+2t:]; the offset sums are not read for Q8_0).")
 	Pragma("noescape")
 	acc := AllocLocal(4 * 32) // the float32 tile sums, [token][half]
-	for t := 1; t <= toks2; t++ {
-		lbl := fmt.Sprintf("%s_t%d", name, t)
-		CMPQ(Load(Param("toks"), GP64()), U8(t))
-		JNE(LabelRef(lbl + "_no"))
-		variant2(lbl, t, q8, acc)
-		RET()
-		Label(lbl + "_no")
+	dispatch(name, nil, toks2, func(lbl string, _, t int) { variant2(lbl, t, q8, acc) })
+}
+
+// frameAcc returns storeTile's acc for float32 tile sums kept in the frame
+// at acc ([token][half], 32 bytes each): a new register loaded with one.
+func frameAcc(acc Mem) func(r, t int) VecVirtual {
+	return func(r, t int) VecVirtual {
+		v := YMM()
+		VMOVUPS(acc.Offset(32*(2*t+r)), v)
+		return v
 	}
-	RET()
 }
 
 func variant2(lbl string, T int, q8 bool, acc Mem) {
 	pw := Load(Param("w"), GP64())
 	ps := Load(Param("sc"), GP64())
-	pa := Load(Param("a"), GP64())
-	as := Load(Param("astride"), GP64())
+	a := newTokens("a", "astride", false)
 	pg := Load(Param("gd"), GP64())
 	nb := Load(Param("nb"), GP64())
-	first := GP64()
-	MOVQ(U32(1), first)
-	SUBQ(Load(Param("add"), GP64()), first)
-	tokA := func(t, disp int) Mem {
-		if t == 0 {
-			return Mem{Base: pa, Disp: disp}
-		}
-		return Mem{Base: pa, Index: as, Scale: 1, Disp: disp}
-	}
+	first := firstTile()
 	facc := func(r, t int) Mem { return acc.Offset(32 * (2*t + r)) }
 	Label(lbl + "_tile")
 	z := YMM()
@@ -124,11 +117,11 @@ func variant2(lbl string, T int, q8 bool, acc Mem) {
 				VPABSB(ws[r], wa[r])
 			}
 			for t := 0; t < T; t++ {
-				a := YMM()
-				VPBROADCASTD(tokA(t, 4*k), a)
+				ab := YMM()
+				VPBROADCASTD(a.at(t, 4*k), ab)
 				for r := 0; r < 2; r++ {
 					p := YMM()
-					VPSIGNB(ws[r], a, p) // a with the code's sign
+					VPSIGNB(ws[r], ab, p) // a with the code's sign
 					VPMADDUBSW(p, wa[r], p)
 					VPMADDWD(ones16, p, p)
 					VPADDD(p, I[r][t], I[r][t])
@@ -146,16 +139,16 @@ func variant2(lbl string, T int, q8 bool, acc Mem) {
 					VMOVDQU(Mem{Base: pw, Disp: 128*k + 32*r}, W[r])
 				}
 				for t := 0; t < T; t++ {
-					a := YMM()
-					VPBROADCASTD(tokA(t, 4*k), a)
+					ab := YMM()
+					VPBROADCASTD(a.at(t, 4*k), ab)
 					for r := 0; r < 2; r++ {
 						if q == 0 {
 							S[r][t] = YMM()
-							VPMADDUBSW(a, W[r], S[r][t])
+							VPMADDUBSW(ab, W[r], S[r][t])
 							continue
 						}
 						p := YMM()
-						VPMADDUBSW(a, W[r], p)
+						VPMADDUBSW(ab, W[r], p)
 						VPADDW(p, S[r][t], S[r][t])
 					}
 				}
@@ -183,40 +176,11 @@ func variant2(lbl string, T int, q8 bool, acc Mem) {
 	}
 	ADDQ(U32(1024), pw)
 	ADDQ(U32(128), ps)
-	ADDQ(U8(32), pa)
+	a.advance(32)
 	ADDQ(U8(48), pg)
 	DECQ(cnt)
 	JNZ(LabelRef(lbl + "_blk"))
-
-	po := Load(Param("o"), GP64())
-	os := Load(Param("ostride"), GP64())
-	tokO := func(t, disp int) Mem {
-		if t == 0 {
-			return Mem{Base: po, Disp: disp}
-		}
-		return Mem{Base: po, Index: os, Scale: 1, Disp: disp}
-	}
-	CMPQ(first, U8(0))
-	JE(LabelRef(lbl + "_add"))
-	for r := 0; r < 2; r++ {
-		for t := 0; t < T; t++ {
-			v := YMM()
-			VMOVUPS(facc(r, t), v)
-			VMOVUPS(v, tokO(t, 32*r))
-		}
-	}
-	XORQ(first, first)
-	JMP(LabelRef(lbl + "_next"))
-	Label(lbl + "_add")
-	for r := 0; r < 2; r++ {
-		for t := 0; t < T; t++ {
-			v := YMM()
-			VMOVUPS(facc(r, t), v)
-			VADDPS(tokO(t, 32*r), v, v) // y += acc
-			VMOVUPS(v, tokO(t, 32*r))
-		}
-	}
-	Label(lbl + "_next")
+	storeTile(lbl, first, 2, T, 32, frameAcc(acc), newTokens("o", "ostride", false))
 	SUBQ(Load(Param("np"), GP64()), nb)
 	JNZ(LabelRef(lbl + "_tile"))
 	VZEROUPPER()

@@ -5,8 +5,6 @@ package main
 // of main.go (gemmCodes*) and gemmPackHigh.
 
 import (
-	"fmt"
-
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -44,43 +42,16 @@ func gemmK(name string, q6 bool) {
 		"super-blocks, nsbt per K-tile. Token t's outputs go to o+t*ostride bytes,",
 		"with exactly the arithmetic of "+spec+", the first tile's sums stored unless add is 1.")
 	Pragma("noescape")
-	for r := 1; r <= 2; r++ {
-		for t := 1; t <= kTokens; t++ {
-			lbl := fmt.Sprintf("%s_r%dt%d", name, r, t)
-			CMPQ(Load(Param("rows"), GP64()), U8(16*r))
-			JNE(LabelRef(lbl + "_no"))
-			CMPQ(Load(Param("toks"), GP64()), U8(t))
-			JNE(LabelRef(lbl + "_no"))
-			variantK(lbl, r, t, q6)
-			RET()
-			Label(lbl + "_no")
-		}
-	}
-	RET()
+	dispatch(name, []int{1, 2}, kTokens, func(lbl string, r, t int) { variantK(lbl, r, t, q6) })
 }
 
 func variantK(lbl string, R, T int, q6 bool) {
 	pw := Load(Param("w"), GP64())
 	ps := Load(Param("sc"), GP64())
-	pa := Load(Param("a"), GP64())
-	as := Load(Param("astride"), GP64())
+	a := newTokens("a", "astride", true)
 	pg := Load(Param("gd"), GP64())
-	pa3 := GP64()
-	LEAQ(Mem{Base: pa, Index: as, Scale: 2}, pa3)
-	ADDQ(as, pa3)
 	nsb := Load(Param("nsb"), GP64())
-	first := GP64()
-	MOVQ(U32(1), first)
-	SUBQ(Load(Param("add"), GP64()), first)
-	tokA := func(t, disp int) Mem {
-		switch t {
-		case 0:
-			return Mem{Base: pa, Disp: disp}
-		case 1, 2:
-			return Mem{Base: pa, Index: as, Scale: uint8(t), Disp: disp}
-		}
-		return Mem{Base: pa3, Disp: disp}
-	}
+	first := firstTile()
 	var SUMI, ISUM, F [2][kTokens]VecVirtual
 	for r := 0; r < R; r++ {
 		for t := 0; t < T; t++ {
@@ -124,7 +95,7 @@ func variantK(lbl string, R, T int, q6 bool) {
 			}
 			for t := 0; t < T; t++ {
 				for r := 0; r < R; r++ {
-					vpdpbusdB(tokA(t, 4*k), W[r], ISUM[r][t])
+					vpdpbusdB(a.at(t, 4*k), W[r], ISUM[r][t])
 				}
 			}
 		}
@@ -186,43 +157,11 @@ func variantK(lbl string, R, T int, q6 bool) {
 	}
 	ADDQ(U32(8192), pw)
 	ADDQ(U32(area), ps)
-	ADDQ(U32(256), pa)
-	ADDQ(U32(256), pa3)
+	a.advance(256)
 	ADDQ(U32(kTokens*kTokStride), pg)
 	DECQ(cnt)
 	JNZ(LabelRef(lbl + "_sb"))
-
-	po := Load(Param("o"), GP64())
-	os := Load(Param("ostride"), GP64())
-	po3 := GP64()
-	LEAQ(Mem{Base: po, Index: os, Scale: 2}, po3)
-	ADDQ(os, po3)
-	tokO := func(t, disp int) Mem {
-		switch t {
-		case 0:
-			return Mem{Base: po, Disp: disp}
-		case 1, 2:
-			return Mem{Base: po, Index: os, Scale: uint8(t), Disp: disp}
-		}
-		return Mem{Base: po3, Disp: disp}
-	}
-	CMPQ(first, U8(0))
-	JE(LabelRef(lbl + "_add"))
-	for r := 0; r < R; r++ {
-		for t := 0; t < T; t++ {
-			VMOVUPS(F[r][t], tokO(t, 64*r))
-		}
-	}
-	XORQ(first, first)
-	JMP(LabelRef(lbl + "_next"))
-	Label(lbl + "_add")
-	for r := 0; r < R; r++ {
-		for t := 0; t < T; t++ {
-			VADDPS(tokO(t, 64*r), F[r][t], F[r][t])
-			VMOVUPS(F[r][t], tokO(t, 64*r))
-		}
-	}
-	Label(lbl + "_next")
+	storeTile(lbl, first, R, T, 64, func(r, t int) VecVirtual { return F[r][t] }, newTokens("o", "ostride", true))
 	SUBQ(Load(Param("nsbt"), GP64()), nsb)
 	JNZ(LabelRef(lbl + "_tile"))
 	VZEROUPPER()

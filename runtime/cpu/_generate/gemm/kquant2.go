@@ -10,8 +10,6 @@ package main
 // tile sums live in the frame.
 
 import (
-	"fmt"
-
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -28,33 +26,16 @@ func gemmK2(name string, q6 bool) {
 		"super-block's four; the same arithmetic.")
 	Pragma("noescape")
 	acc := AllocLocal(4 * 32) // the float32 tile sums, [token][half]
-	for t := 1; t <= toks2; t++ {
-		lbl := fmt.Sprintf("%s_t%d", name, t)
-		CMPQ(Load(Param("toks"), GP64()), U8(t))
-		JNE(LabelRef(lbl + "_no"))
-		variantK2(lbl, t, q6, acc)
-		RET()
-		Label(lbl + "_no")
-	}
-	RET()
+	dispatch(name, nil, toks2, func(lbl string, _, t int) { variantK2(lbl, t, q6, acc) })
 }
 
 func variantK2(lbl string, T int, q6 bool, acc Mem) {
 	pw := Load(Param("w"), GP64())
 	ps := Load(Param("sc"), GP64())
-	pa := Load(Param("a"), GP64())
-	as := Load(Param("astride"), GP64())
+	a := newTokens("a", "astride", false)
 	pg := Load(Param("gd"), GP64())
 	nsb := Load(Param("nsb"), GP64())
-	first := GP64()
-	MOVQ(U32(1), first)
-	SUBQ(Load(Param("add"), GP64()), first)
-	tokA := func(t, disp int) Mem {
-		if t == 0 {
-			return Mem{Base: pa, Disp: disp}
-		}
-		return Mem{Base: pa, Index: as, Scale: 1, Disp: disp}
-	}
+	first := firstTile()
 	facc := func(r, t int) Mem { return acc.Offset(32 * (2*t + r)) }
 	Label(lbl + "_tile")
 	z := YMM()
@@ -101,11 +82,11 @@ func variantK2(lbl string, T int, q6 bool, acc Mem) {
 						VPABSB(ws[r], wa[r])
 					}
 					for t := 0; t < T; t++ {
-						a := YMM()
-						VPBROADCASTD(tokA(t, 4*k), a)
+						ab := YMM()
+						VPBROADCASTD(a.at(t, 4*k), ab)
 						for r := 0; r < 2; r++ {
 							p := YMM()
-							VPSIGNB(ws[r], a, p)
+							VPSIGNB(ws[r], ab, p)
 							VPMADDUBSW(p, wa[r], p)
 							VPMADDWD(ones16, p, p)
 							VPADDD(p, S[r][t], S[r][t])
@@ -119,16 +100,16 @@ func variantK2(lbl string, T int, q6 bool, acc Mem) {
 					VMOVDQU(Mem{Base: pw, Disp: 128*k + 32*r}, W[r])
 				}
 				for t := 0; t < T; t++ {
-					a := YMM()
-					VPBROADCASTD(tokA(t, 4*k), a)
+					ab := YMM()
+					VPBROADCASTD(a.at(t, 4*k), ab)
 					for r := 0; r < 2; r++ {
 						if q == q0 {
 							S16[r][t] = YMM()
-							VPMADDUBSW(a, W[r], S16[r][t])
+							VPMADDUBSW(ab, W[r], S16[r][t])
 							continue
 						}
 						p := YMM()
-						VPMADDUBSW(a, W[r], p)
+						VPMADDUBSW(ab, W[r], p)
 						VPADDW(p, S16[r][t], S16[r][t])
 					}
 				}
@@ -211,40 +192,11 @@ func variantK2(lbl string, T int, q6 bool, acc Mem) {
 	}
 	ADDQ(U32(8192), pw)
 	ADDQ(U32(area), ps)
-	ADDQ(U32(256), pa)
+	a.advance(256)
 	ADDQ(U32(kTokens*kTokStride), pg)
 	DECQ(cnt)
 	JNZ(LabelRef(lbl + "_sb"))
-
-	po := Load(Param("o"), GP64())
-	os := Load(Param("ostride"), GP64())
-	tokO := func(t, disp int) Mem {
-		if t == 0 {
-			return Mem{Base: po, Disp: disp}
-		}
-		return Mem{Base: po, Index: os, Scale: 1, Disp: disp}
-	}
-	CMPQ(first, U8(0))
-	JE(LabelRef(lbl + "_add"))
-	for r := 0; r < 2; r++ {
-		for t := 0; t < T; t++ {
-			v := YMM()
-			VMOVUPS(facc(r, t), v)
-			VMOVUPS(v, tokO(t, 32*r))
-		}
-	}
-	XORQ(first, first)
-	JMP(LabelRef(lbl + "_next"))
-	Label(lbl + "_add")
-	for r := 0; r < 2; r++ {
-		for t := 0; t < T; t++ {
-			v := YMM()
-			VMOVUPS(facc(r, t), v)
-			VADDPS(tokO(t, 32*r), v, v)
-			VMOVUPS(v, tokO(t, 32*r))
-		}
-	}
-	Label(lbl + "_next")
+	storeTile(lbl, first, 2, T, 32, frameAcc(acc), newTokens("o", "ostride", false))
 	SUBQ(Load(Param("nsbt"), GP64()), nsb)
 	JNZ(LabelRef(lbl + "_tile"))
 	VZEROUPPER()

@@ -153,45 +153,16 @@ func gemm(name string) {
 		"\tfor tile: acc = 0; for block of tile: acc += float32(v) * (sc * d); o = acc (first tile, add 0) or o += acc",
 	)
 	Pragma("noescape")
-	for r := 1; r <= 2; r++ {
-		for t := 1; t <= maxT; t++ {
-			lbl := fmt.Sprintf("%s_r%dt%d", name, r, t)
-			CMPQ(Load(Param("rows"), GP64()), U8(16*r))
-			JNE(LabelRef(lbl + "_no"))
-			CMPQ(Load(Param("toks"), GP64()), U8(t))
-			JNE(LabelRef(lbl + "_no"))
-			variant(lbl, r, t)
-			RET()
-			Label(lbl + "_no")
-		}
-	}
-	RET()
+	dispatch(name, []int{1, 2}, maxT, variant)
 }
 
 func variant(lbl string, R, T int) {
 	pw := Load(Param("w"), GP64())
 	ps := Load(Param("sc"), GP64())
-	pa := Load(Param("a"), GP64())
-	as := Load(Param("astride"), GP64())
+	a := newTokens("a", "astride", true)
 	pg := Load(Param("gd"), GP64())
-	pa3 := GP64()
-	LEAQ(Mem{Base: pa, Index: as, Scale: 2}, pa3)
-	ADDQ(as, pa3)
 	nb := Load(Param("nb"), GP64())
-	first := GP64()
-	MOVQ(U32(1), first)
-	SUBQ(Load(Param("add"), GP64()), first)
-	tokA := func(t, disp int) Mem {
-		switch t {
-		case 0:
-			return Mem{Base: pa, Disp: disp}
-		case 1, 2:
-			return Mem{Base: pa, Index: as, Scale: uint8(t), Disp: disp}
-		case 3:
-			return Mem{Base: pa3, Disp: disp}
-		}
-		return Mem{Base: pa3, Index: as, Scale: uint8(t - 3), Disp: disp}
-	}
+	first := firstTile()
 	var I, F [2][maxT]VecVirtual
 	for r := 0; r < R; r++ {
 		for t := 0; t < T; t++ {
@@ -219,7 +190,7 @@ func variant(lbl string, R, T int) {
 		}
 		for t := 0; t < T; t++ {
 			for r := 0; r < R; r++ {
-				vpdpbusdB(tokA(t, 4*q), W[r], I[r][t])
+				vpdpbusdB(a.at(t, 4*q), W[r], I[r][t])
 			}
 		}
 	}
@@ -236,46 +207,13 @@ func variant(lbl string, R, T int) {
 	}
 	ADDQ(U32(1024), pw)
 	ADDQ(U32(128), ps)
-	ADDQ(U8(32), pa)
-	ADDQ(U8(32), pa3)
+	a.advance(32)
 	ADDQ(U8(48), pg)
 	DECQ(cnt)
 	JNZ(LabelRef(lbl + "_blk"))
 
 	// The tile's sums: stored at tile 0, added after.
-	po := Load(Param("o"), GP64())
-	os := Load(Param("ostride"), GP64())
-	po3 := GP64()
-	LEAQ(Mem{Base: po, Index: os, Scale: 2}, po3)
-	ADDQ(os, po3)
-	tokO := func(t, disp int) Mem {
-		switch t {
-		case 0:
-			return Mem{Base: po, Disp: disp}
-		case 1, 2:
-			return Mem{Base: po, Index: os, Scale: uint8(t), Disp: disp}
-		case 3:
-			return Mem{Base: po3, Disp: disp}
-		}
-		return Mem{Base: po3, Index: os, Scale: uint8(t - 3), Disp: disp}
-	}
-	CMPQ(first, U8(0))
-	JE(LabelRef(lbl + "_add"))
-	for r := 0; r < R; r++ {
-		for t := 0; t < T; t++ {
-			VMOVUPS(F[r][t], tokO(t, 64*r))
-		}
-	}
-	XORQ(first, first)
-	JMP(LabelRef(lbl + "_next"))
-	Label(lbl + "_add")
-	for r := 0; r < R; r++ {
-		for t := 0; t < T; t++ {
-			VADDPS(tokO(t, 64*r), F[r][t], F[r][t]) // y += acc
-			VMOVUPS(F[r][t], tokO(t, 64*r))
-		}
-	}
-	Label(lbl + "_next")
+	storeTile(lbl, first, R, T, 64, func(r, t int) VecVirtual { return F[r][t] }, newTokens("o", "ostride", true))
 	SUBQ(Load(Param("np"), GP64()), nb)
 	JNZ(LabelRef(lbl + "_tile"))
 	VZEROUPPER()
@@ -581,4 +519,99 @@ func gatherF16(base, stride, s3 Register, disp int) VecVirtual {
 	f := ZMM()
 	VCVTPH2PS(lo.AsY(), f)
 	return f
+}
+
+// dispatch writes the entry of a kernel with variants: for each rows (16
+// times 1 or 2; none for the AVX2 kernels, which take sixteen) and toks
+// (1 to most), a comparison of the arguments and, where they match, the
+// variant body writes, then RET.
+func dispatch(name string, rows []int, most int, body func(lbl string, r, t int)) {
+	if rows == nil {
+		rows = []int{0}
+	}
+	for _, r := range rows {
+		for t := 1; t <= most; t++ {
+			lbl := fmt.Sprintf("%s_t%d", name, t)
+			if r > 0 {
+				lbl = fmt.Sprintf("%s_r%dt%d", name, r, t)
+				CMPQ(Load(Param("rows"), GP64()), U8(16*r))
+				JNE(LabelRef(lbl + "_no"))
+			}
+			CMPQ(Load(Param("toks"), GP64()), U8(t))
+			JNE(LabelRef(lbl + "_no"))
+			body(lbl, r, t)
+			RET()
+			Label(lbl + "_no")
+		}
+	}
+	RET()
+}
+
+// tokens addresses token t's data, t*stride bytes past base: base,
+// base+stride, base+2*stride, then, with base3 = base+3*stride, three more.
+type tokens struct{ base, base3, stride Register }
+
+// newTokens loads the tokens of params base and stride (base3 only for
+// more than three tokens).
+func newTokens(base, stride string, more3 bool) tokens {
+	k := tokens{base: Load(Param(base), GP64()), stride: Load(Param(stride), GP64())}
+	if more3 {
+		k.base3 = GP64()
+		LEAQ(Mem{Base: k.base, Index: k.stride, Scale: 2}, k.base3)
+		ADDQ(k.stride, k.base3)
+	}
+	return k
+}
+
+func (k tokens) at(t, disp int) Mem {
+	switch t {
+	case 0:
+		return Mem{Base: k.base, Disp: disp}
+	case 1, 2:
+		return Mem{Base: k.base, Index: k.stride, Scale: uint8(t), Disp: disp}
+	case 3:
+		return Mem{Base: k.base3, Disp: disp}
+	}
+	return Mem{Base: k.base3, Index: k.stride, Scale: uint8(t - 3), Disp: disp}
+}
+
+// advance moves the tokens on by n bytes.
+func (k tokens) advance(n int) {
+	ADDQ(U32(n), k.base)
+	if k.base3 != nil {
+		ADDQ(U32(n), k.base3)
+	}
+}
+
+// storeTile writes a tile's sums (acc gives the register of row group r,
+// token t) to the outputs o: stored when first is not 0 (which it then
+// clears), else added to them (y += acc); width is the bytes of a group.
+func storeTile(lbl string, first Register, R, T, width int, acc func(r, t int) VecVirtual, o tokens) {
+	CMPQ(first, U8(0))
+	JE(LabelRef(lbl + "_add"))
+	for r := 0; r < R; r++ {
+		for t := 0; t < T; t++ {
+			VMOVUPS(acc(r, t), o.at(t, width*r))
+		}
+	}
+	XORQ(first, first)
+	JMP(LabelRef(lbl + "_next"))
+	Label(lbl + "_add")
+	for r := 0; r < R; r++ {
+		for t := 0; t < T; t++ {
+			v := acc(r, t)
+			VADDPS(o.at(t, width*r), v, v) // y += acc
+			VMOVUPS(v, o.at(t, width*r))
+		}
+	}
+	Label(lbl + "_next")
+}
+
+// firstTile returns a register that is 1 while the kernel is on its first
+// tile unless the add argument is 1 (storeTile clears it).
+func firstTile() Register {
+	first := GP64()
+	MOVQ(U32(1), first)
+	SUBQ(Load(Param("add"), GP64()), first)
+	return first
 }

@@ -189,21 +189,29 @@ func dotF16() {
 	a := Load(Param("a"), GP64())
 	b := Load(Param("b"), GP64())
 	n := Load(Param("n"), GP64())
+	n32 := GP64()
+	MOVQ(n, n32)
+	ANDQ(I8(-32), n32)
+	Store(dotF16Body("dotF16", a, b, n, n32), ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+// dotF16Body writes the dot product of a and b (n elements, n32 of them
+// in whole steps of 32) and returns the xmm whose low lane holds it.
+func dotF16Body(name string, a, b, n, n32 Register) Register {
 	var acc [4]VecVirtual
 	for j := range acc {
 		acc[j] = YMM()
 		VXORPS(acc[j], acc[j], acc[j])
 	}
-	n32 := GP64()
-	MOVQ(n, n32)
-	ANDQ(I8(-32), n32)
 	i := GP64()
 	t := YMM()
 	product := func(disp int) {
 		VCVTPH2PS(elem(b, i, 2, 2*disp), t)
 		VMULPS(elem(a, i, 4, 4*disp), t, t)
 	}
-	loop("dotF16_32", i, n32, 32, func() {
+	loop(name+"_32", i, n32, 32, func() {
 		for j := range acc {
 			product(8 * j)
 			VADDPS(t, acc[j], acc[j])
@@ -212,12 +220,12 @@ func dotF16() {
 	// The last 0 to 3 chunks of 8 go to accumulators 0, 1, 2.
 	for j := 0; j < 3; j++ {
 		CMPQ(n, i)
-		JE(LabelRef("dotF16_reduce"))
+		JE(LabelRef(name + "_reduce"))
 		product(0)
 		VADDPS(t, acc[j], acc[j])
 		ADDQ(U8(8), i)
 	}
-	Label("dotF16_reduce")
+	Label(name + "_reduce")
 	VADDPS(acc[1], acc[0], acc[0])
 	VADDPS(acc[3], acc[2], acc[2])
 	VADDPS(acc[2], acc[0], acc[0])
@@ -228,9 +236,7 @@ func dotF16() {
 	VADDPS(h, s, s)
 	VMOVSHDUP(s, h)
 	VADDSS(h, s, s)
-	Store(s, ReturnIndex(0))
-	VZEROUPPER()
-	RET()
+	return s
 }
 
 // dotsF16 writes dotsF16AVX2: dotF16AVX2 of a with count rows of b, the
@@ -251,41 +257,7 @@ func dotsF16() {
 	MOVQ(n, n32)
 	ANDQ(I8(-32), n32)
 	Label("dotsF16_row")
-	var acc [4]VecVirtual
-	for j := range acc {
-		acc[j] = YMM()
-		VXORPS(acc[j], acc[j], acc[j])
-	}
-	i := GP64()
-	t := YMM()
-	product := func(disp int) {
-		VCVTPH2PS(elem(b, i, 2, 2*disp), t)
-		VMULPS(elem(a, i, 4, 4*disp), t, t)
-	}
-	loop("dotsF16_32", i, n32, 32, func() {
-		for j := range acc {
-			product(8 * j)
-			VADDPS(t, acc[j], acc[j])
-		}
-	})
-	for j := 0; j < 3; j++ {
-		CMPQ(n, i)
-		JE(LabelRef("dotsF16_reduce"))
-		product(0)
-		VADDPS(t, acc[j], acc[j])
-		ADDQ(U8(8), i)
-	}
-	Label("dotsF16_reduce")
-	VADDPS(acc[1], acc[0], acc[0])
-	VADDPS(acc[3], acc[2], acc[2])
-	VADDPS(acc[2], acc[0], acc[0])
-	sx, h := acc[0].AsX(), XMM()
-	VEXTRACTF128(U8(1), acc[0], h)
-	VADDPS(h, sx, sx)
-	VMOVHLPS(sx, sx, h)
-	VADDPS(h, sx, sx)
-	VMOVSHDUP(sx, h)
-	VADDSS(h, sx, sx)
+	sx := dotF16Body("dotsF16", a, b, n, n32)
 	VMOVSS(sx, Mem{Base: out})
 	ADDQ(U8(4), out)
 	ADDQ(stride, b)
