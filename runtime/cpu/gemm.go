@@ -166,7 +166,7 @@ func (j *mmJob) gemmPanel(w, c, i, n, row0 int) {
 	l := &j.lay
 	s := j.s
 	pn := &s.gp[w]
-	N, K := g.N, g.K
+	K := g.K
 	nb, np := K/32, g.KTile/32
 	tiles, ts := g.Tiles(), l.tile[c]
 	cp, hp, sp := gemmPlanes(g.Type)
@@ -195,31 +195,54 @@ func (j *mmJob) gemmPanel(w, c, i, n, row0 int) {
 			j.k.gemmPackHigh(plane(hp), l.per[hp], w0, np, tiles, ts)
 		}
 	}
+	j.gemmRuns(pn, n, row0, gemmUnits{elems: 32, bytes: 1024, perTile: np, toks: gemmToks, gd: 2},
+		func(u0, nu int, a []int8, gd []int32, o []float32, ostride, prows, nt, add int) {
+			j.gemmPass(u0, nu, np, a, gd, o, ostride, prows, nt, add, pn)
+		})
+}
+
+// gemmUnits describes the GEMM's units of K for gemmRuns: blocks of 32
+// (1 KiB of panel each, six tokens a pass, two int32 of gd per token) or
+// the K-quants' super-blocks of 256 (8 KiB, four tokens, 32 int32).
+type gemmUnits struct {
+	elems, bytes, perTile, toks, gd int
+}
+
+// gemmRuns runs the passes of tokens over a panel of n rows (the first
+// row0 of the matrix) by runs of K-tiles whose part of the panel stays in
+// L1 while every pass reads it: the first run stores the outputs, the
+// others add, as the tiles do. pass gets units [u0, u0+nu), the tokens'
+// codes and gd from the first unit, the outputs (token t's at
+// o[t*ostride:]), the panel's rows (16 or 32), the tokens and add. A
+// panel of other than 16 or 32 rows goes through pn.o, copied to y after
+// the last run.
+func (j *mmJob) gemmRuns(pn *gemmPanel, n, row0 int, u gemmUnits, pass func(u0, nu int, a []int8, gd []int32, o []float32, ostride, prows, nt, add int)) {
+	g := j.m.G
+	s := j.s
+	N, K := g.N, g.K
+	units, tiles := K/u.elems, g.Tiles()
 	prows := 32
 	if n <= 16 {
 		prows = 16
 	}
-	// By runs of K-tiles whose part of the panel (1 KiB a block) stays in
-	// L1 while every pass of tokens reads it: the first run stores the
-	// outputs, the others add, as the tiles do.
-	tc := max(1, gemmChunk/(np*1024))
+	tc := max(1, gemmChunk/(u.perTile*u.bytes))
 	for t0 := 0; t0 < tiles; t0 += tc {
-		b0k, nbc := t0*np, min(tc, tiles-t0)*np
+		u0, nu := t0*u.perTile, min(tc, tiles-t0)*u.perTile
 		add := 0
 		if t0 > 0 {
 			add = 1
 		}
-		for b0 := 0; b0 < j.b; b0 += gemmToks {
-			nt := min(gemmToks, j.b-b0)
-			a := s.q[b0*K+32*b0k : (b0+nt-1)*K+32*(b0k+nbc)]
-			gd := s.gd[((b0/gemmToks)*nb+b0k)*gemmToks*2 : ((b0/gemmToks)*nb+b0k+nbc)*gemmToks*2]
+		for b0 := 0; b0 < j.b; b0 += u.toks {
+			nt := min(u.toks, j.b-b0)
+			ps := b0 / u.toks
+			a := s.q[b0*K+u.elems*u0 : (b0+nt-1)*K+u.elems*(u0+nu)]
+			gd := s.gd[(ps*units+u0)*u.toks*u.gd : (ps*units+u0+nu)*u.toks*u.gd]
 			if n == prows {
-				o := j.y[b0*N+row0 : (b0+nt-1)*N+row0+n]
-				j.gemmPass(b0k, nbc, np, a, gd, o, N, prows, nt, add, pn)
+				pass(u0, nu, a, gd, j.y[b0*N+row0:(b0+nt-1)*N+row0+n], N, prows, nt, add)
 				continue
 			}
-			o := pn.o[b0/gemmToks*gemmToks*gemmRows:]
-			j.gemmPass(b0k, nbc, np, a, gd, o, gemmRows, prows, nt, add, pn)
+			o := pn.o[ps*u.toks*gemmRows:]
+			pass(u0, nu, a, gd, o, gemmRows, prows, nt, add)
 			if t0+tc >= tiles {
 				for t := 0; t < nt; t++ {
 					copy(j.y[(b0+t)*N+row0:(b0+t)*N+row0+n], o[t*gemmRows:])

@@ -94,7 +94,7 @@ func (j *mmJob) gemmPanelK(w, c, i, n, row0 int) {
 	l := &j.lay
 	s := j.s
 	pn := &s.gp[w]
-	N, K := g.N, g.K
+	K := g.K
 	nsb, nsbt, np := K/256, g.KTile/256, g.KTile/32
 	tiles, ts := g.Tiles(), l.tile[c]
 	area := kArea(g.Type)
@@ -130,35 +130,10 @@ func (j *mmJob) gemmPanelK(w, c, i, n, row0 int) {
 			j.k.gemmScalesQ4K(plane(mp), plane(dp), l.per[mp], l.per[dp], a0, nsbt, tiles, ts)
 		}
 	}
-	prows := 32
-	if n <= 16 {
-		prows = 16
-	}
-	tc := max(1, gemmChunk/(nsbt*8192))
-	for t0 := 0; t0 < tiles; t0 += tc {
-		sb0, nsbc := t0*nsbt, min(tc, tiles-t0)*nsbt
-		add := 0
-		if t0 > 0 {
-			add = 1
-		}
-		for b0 := 0; b0 < j.b; b0 += gemmToksK {
-			nt := min(gemmToksK, j.b-b0)
-			ps := b0 / gemmToksK
-			a := s.q[b0*K+256*sb0 : (b0+nt-1)*K+256*(sb0+nsbc)]
-			gd := s.gd[(ps*nsb+sb0)*gemmToksK*gemmKTok : (ps*nsb+sb0+nsbc)*gemmToksK*gemmKTok]
-			if n == prows {
-				j.gemmPassK(sb0, nsbc, nsbt, a, gd, j.y[b0*N+row0:(b0+nt-1)*N+row0+n], N, prows, nt, add, pn)
-				continue
-			}
-			o := pn.o[ps*gemmToksK*gemmRows:]
-			j.gemmPassK(sb0, nsbc, nsbt, a, gd, o, gemmRows, prows, nt, add, pn)
-			if t0+tc >= tiles {
-				for t := 0; t < nt; t++ {
-					copy(j.y[(b0+t)*N+row0:(b0+t)*N+row0+n], o[t*gemmRows:])
-				}
-			}
-		}
-	}
+	j.gemmRuns(pn, n, row0, gemmUnits{elems: 256, bytes: 8192, perTile: nsbt, toks: gemmToksK, gd: gemmKTok},
+		func(u0, nu int, a []int8, gd []int32, o []float32, ostride, prows, nt, add int) {
+			j.gemmPassK(u0, nu, nsbt, a, gd, o, ostride, prows, nt, add, pn)
+		})
 }
 
 // gemmPassK is gemmPass for the K-quants: super-blocks [sb0, sb0+nsbc).
