@@ -465,8 +465,8 @@ toF16_8_loop:
 	VANDPS    vecSign<>+0(SB), Y0, Y2
 	VORPS     vecQNaN<>+0(SB), Y2, Y2
 	VBLENDVPS Y1, Y2, Y0, Y0
-	VCVTPS2PH $0x00, Y0, X1
-	VMOVDQU   X1, (AX)(BX*2)
+	VCVTPS2PH $0x00, Y0, X0
+	VMOVDQU   X0, (AX)(BX*2)
 	ADDQ      $0x08, BX
 	CMPQ      DX, BX
 	JNE       toF16_8_loop
@@ -490,8 +490,8 @@ roundF16_8_loop:
 	VANDPS    vecSign<>+0(SB), Y0, Y2
 	VORPS     vecQNaN<>+0(SB), Y2, Y2
 	VBLENDVPS Y1, Y2, Y0, Y0
-	VCVTPS2PH $0x00, Y0, X1
-	VCVTPH2PS X1, Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, (AX)(DX*4)
 	ADDQ      $0x08, DX
 	CMPQ      CX, DX

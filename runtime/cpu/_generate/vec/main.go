@@ -338,18 +338,23 @@ func toF16() {
 	x := Load(Param("x"), GP64())
 	n := Load(Param("n"), GP64())
 	i := GP64()
-	loop("toF16_8", i, n, 8, func() {
-		v, m, c := YMM(), YMM(), YMM()
-		VMOVUPS(elem(x, i, 4, 0), v)
-		VCMPPS(U8(3), v, v, m) // unordered: NaN
-		VANDPS(vSign, v, c)
-		VORPS(vQNaN, c, c)
-		VBLENDVPS(m, c, v, v)
-		VCVTPS2PH(U8(0), v, m.AsX())
-		VMOVDQU(m.AsX(), elem(d, i, 2, 0))
-	})
+	loop("toF16_8", i, n, 8, func() { VMOVDQU(f16Of(elem(x, i, 4, 0)), elem(d, i, 2, 0)) })
 	VZEROUPPER()
 	RET()
+}
+
+// f16Of returns an xmm of the binary16 values of the eight float32 at m,
+// as planar.F32ToF16 gives them (toF16).
+func f16Of(m Mem) VecVirtual {
+	v, k, c := YMM(), YMM(), YMM()
+	VMOVUPS(m, v)
+	VCMPPS(U8(3), v, v, k) // unordered: NaN
+	VANDPS(vSign, v, c)
+	VORPS(vQNaN, c, c)
+	VBLENDVPS(k, c, v, v)
+	h := XMM()
+	VCVTPS2PH(U8(0), v, h)
+	return h
 }
 
 // roundF16 writes roundF16AVX2: toF16's conversion and back (VCVTPH2PS),
@@ -362,14 +367,8 @@ func roundF16() {
 	n := Load(Param("n"), GP64())
 	i := GP64()
 	loop("roundF16_8", i, n, 8, func() {
-		v, m, c := YMM(), YMM(), YMM()
-		VMOVUPS(elem(x, i, 4, 0), v)
-		VCMPPS(U8(3), v, v, m) // unordered: NaN
-		VANDPS(vSign, v, c)
-		VORPS(vQNaN, c, c)
-		VBLENDVPS(m, c, v, v)
-		VCVTPS2PH(U8(0), v, m.AsX())
-		VCVTPH2PS(m.AsX(), v)
+		v := YMM()
+		VCVTPH2PS(f16Of(elem(x, i, 4, 0)), v)
 		VMOVUPS(v, elem(x, i, 4, 0))
 	})
 	VZEROUPPER()
