@@ -958,14 +958,6 @@ func rowsQ6(name string) {
 	})
 }
 
-// The token kernels take groups of four tokens: a, d, s and bp point at
-// group 0 for the tile's first pair or super-block, group g is ag (dg, bg)
-// bytes further. Inside a group: a has 256 bytes per pair (Q8_0 activations:
-// token l at 64*l) or 1024 per super-block (token l at 256*l); d and s 16
-// bytes per block (token l at 4*l); bp 64 bytes per super-block (token l at
-// 16*l). o receives row r, group g at o + r*ostride + 16*g.
-
-// toksQ6 writes the Q6_K token kernel, two groups per pass as toksK.
 // quantQ8_0 writes the Q8_0 activation quantiser of nb blocks of 32, the
 // arithmetic of quantQ8_0 in quant.go for finite x: amax = max|x| (exact),
 // d = f16(amax/127) rounded to nearest even (VCVTPS2PH, as F32ToF16) and
