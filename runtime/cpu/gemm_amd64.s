@@ -2024,9 +2024,9 @@ gemmPackQ4_0AVX512_blk:
 	VINSERTI32X4 $0x01, X10, Y9, Y9
 	VCVTPH2PS    Y9, Z4
 	VMOVUPS      Z4, (DI)
-	ADDQ         $0x00000080, DI
 	ADDQ         $0x00000400, DX
 	ADDQ         $0x10, R11
+	ADDQ         $0x00000080, DI
 	ADDQ         $0x02, R12
 	DECQ         R13
 	JNZ          gemmPackQ4_0AVX512_blk
@@ -2181,9 +2181,9 @@ gemmPackQ8_0AVX512_blk:
 	VINSERTI32X4 $0x01, X17, Y16, Y16
 	VCVTPH2PS    Y16, Z11
 	VMOVUPS      Z11, (DI)
-	ADDQ         $0x00000080, DI
 	ADDQ         $0x00000400, DX
 	ADDQ         $0x20, R11
+	ADDQ         $0x00000080, DI
 	ADDQ         $0x02, R12
 	DECQ         R13
 	JNZ          gemmPackQ8_0AVX512_blk

@@ -67,12 +67,27 @@ func gemm2(name string, q8 bool) {
 	dispatch(name, nil, toks2, func(lbl string, _, t int) { variant2(lbl, t, q8, acc) })
 }
 
-// frameAcc returns storeTile's acc for float32 tile sums kept in the frame
-// at acc ([token][half], 32 bytes each): a new register loaded with one.
+// frameSlot is the float32 tile sums of half r (eight rows), token t, kept
+// in the frame at acc ([token][half], 32 bytes each).
+func frameSlot(acc Mem, r, t int) Mem { return acc.Offset(32 * (2*t + r)) }
+
+// zeroFrame zeroes the frame's tile sums of T tokens.
+func zeroFrame(acc Mem, T int) {
+	z := YMM()
+	VXORPS(z, z, z)
+	for r := 0; r < 2; r++ {
+		for t := 0; t < T; t++ {
+			VMOVUPS(z, frameSlot(acc, r, t))
+		}
+	}
+}
+
+// frameAcc returns storeTile's acc for the frame's tile sums: a new
+// register loaded with one.
 func frameAcc(acc Mem) func(r, t int) VecVirtual {
 	return func(r, t int) VecVirtual {
 		v := YMM()
-		VMOVUPS(acc.Offset(32*(2*t+r)), v)
+		VMOVUPS(frameSlot(acc, r, t), v)
 		return v
 	}
 }
@@ -84,15 +99,9 @@ func variant2(lbl string, T int, q8 bool, acc Mem) {
 	pg := Load(Param("gd"), GP64())
 	nb := Load(Param("nb"), GP64())
 	first := firstTile()
-	facc := func(r, t int) Mem { return acc.Offset(32 * (2*t + r)) }
+	facc := func(r, t int) Mem { return frameSlot(acc, r, t) }
 	Label(lbl + "_tile")
-	z := YMM()
-	VXORPS(z, z, z)
-	for r := 0; r < 2; r++ {
-		for t := 0; t < T; t++ {
-			VMOVUPS(z, facc(r, t))
-		}
-	}
+	zeroFrame(acc, T)
 	cnt := Load(Param("np"), GP64())
 	Label(lbl + "_blk")
 	var I [2][toks2]VecVirtual
@@ -216,7 +225,6 @@ func transpose8(v [8]VecVirtual, out func(k int, x VecVirtual)) {
 // pack2 writes gemmPack*AVX2, gemmPack*AVX512's arguments and layout,
 // eight rows at a time.
 func pack2(name string, q8, scales bool) {
-	var pss, ss, psc, s Register
 	if scales {
 		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)")
 		Doc(name+" is "+fmt.Sprintf("gemmPack%sAVX512", map[bool]string{false: "Q4_0", true: "Q8_0"}[q8])+" for CPUs without AVX-512: the same panel, eight rows at",
@@ -226,93 +234,57 @@ func pack2(name string, q8, scales bool) {
 		Doc(name + " is " + fmt.Sprintf("gemmCodes%sAVX512", map[bool]string{false: "Q4", true: "Q8"}[q8]) + " for CPUs without AVX-512.")
 	}
 	Pragma("noescape")
-	pc := Load(Param("codes"), GP64())
-	cs := Load(Param("cstride"), GP64())
-	pw := Load(Param("w"), GP64())
-	if scales {
-		pss = Load(Param("scales"), GP64())
-		ss = Load(Param("sstride"), GP64())
-		psc = Load(Param("sc"), GP64())
-	}
-	tiles := Load(Param("tiles"), GP64())
-	Label(name + "_tile")
-	c := GP64()
-	MOVQ(pc, c)
-	if scales {
-		s = GP64()
-		MOVQ(pss, s)
-	}
-	cnt := Load(Param("np"), GP64())
-	Label(name + "_blk")
-	for half := 0; half < 2; half++ {
-		rb := GP64()
-		MOVQ(c, rb)
-		if half == 1 {
-			LEAQ(Mem{Base: c, Index: cs, Scale: 8}, rb)
-		}
-		var v [8]VecVirtual
-		for r := 0; r < 8; r++ {
-			v[r] = YMM()
-			if q8 {
-				m := YMM()
-				VPBROADCASTD(c80x4, m)
-				VPXOR(Mem{Base: rb}, m, v[r])
-			} else {
-				x, hi := XMM(), XMM()
-				VMOVDQU(Mem{Base: rb}, x)
-				m := XMM()
-				VPBROADCASTD(c0Fx4, m)
-				VPSRLW(U8(4), x, hi)
-				VPAND(m, hi, hi)
-				VPAND(m, x, x)
-				l := XMM()
-				VPUNPCKLBW(hi, x, l) // elements 0..15
-				VPUNPCKHBW(hi, x, x) // 16..31
-				VINSERTI128(U8(1), x, l.AsY(), v[r])
+	panelLoop(name, q8, scales, nil, nil, func(p *panelRegs, c, s Register) {
+		cs, ss, pw, psc := p.cs, p.ss, p.pw, p.psc
+		for half := 0; half < 2; half++ {
+			rb := GP64()
+			MOVQ(c, rb)
+			if half == 1 {
+				LEAQ(Mem{Base: c, Index: cs, Scale: 8}, rb)
 			}
-			ADDQ(cs, rb)
-		}
-		transpose8(v, func(k int, x VecVirtual) { VMOVDQU(x, Mem{Base: pw, Disp: 128*k + 32*half}) })
-	}
-	// The sixteen f16 scales.
-	for half := 0; half < 2 && scales; half++ {
-		x := XMM()
-		sb := GP64()
-		MOVQ(s, sb)
-		if half == 1 {
-			LEAQ(Mem{Base: s, Index: ss, Scale: 8}, sb)
-		}
-		for r := 0; r < 8; r++ {
-			VPINSRW(U8(r), Mem{Base: sb}, x, x)
-			if r < 7 {
-				ADDQ(ss, sb)
+			var v [8]VecVirtual
+			for r := 0; r < 8; r++ {
+				v[r] = YMM()
+				if q8 {
+					m := YMM()
+					VPBROADCASTD(c80x4, m)
+					VPXOR(Mem{Base: rb}, m, v[r])
+				} else {
+					x, hi := XMM(), XMM()
+					VMOVDQU(Mem{Base: rb}, x)
+					m := XMM()
+					VPBROADCASTD(c0Fx4, m)
+					VPSRLW(U8(4), x, hi)
+					VPAND(m, hi, hi)
+					VPAND(m, x, x)
+					l := XMM()
+					VPUNPCKLBW(hi, x, l) // elements 0..15
+					VPUNPCKHBW(hi, x, x) // 16..31
+					VINSERTI128(U8(1), x, l.AsY(), v[r])
+				}
+				ADDQ(cs, rb)
 			}
+			transpose8(v, func(k int, x VecVirtual) { VMOVDQU(x, Mem{Base: pw, Disp: 128*k + 32*half}) })
 		}
-		f := YMM()
-		VCVTPH2PS(x, f)
-		VMOVUPS(f, Mem{Base: psc, Disp: 32 * half})
-	}
-	ADDQ(U32(1024), pw)
-	if q8 {
-		ADDQ(U8(32), c)
-	} else {
-		ADDQ(U8(16), c)
-	}
-	if scales {
-		ADDQ(U32(128), psc)
-		ADDQ(U8(2), s)
-	}
-	DECQ(cnt)
-	JNZ(LabelRef(name + "_blk"))
-	ts := Load(Param("tstride"), GP64())
-	ADDQ(ts, pc)
-	if scales {
-		ADDQ(ts, pss)
-	}
-	DECQ(tiles)
-	JNZ(LabelRef(name + "_tile"))
-	VZEROUPPER()
-	RET()
+		// The sixteen f16 scales.
+		for half := 0; half < 2 && scales; half++ {
+			x := XMM()
+			sb := GP64()
+			MOVQ(s, sb)
+			if half == 1 {
+				LEAQ(Mem{Base: s, Index: ss, Scale: 8}, sb)
+			}
+			for r := 0; r < 8; r++ {
+				VPINSRW(U8(r), Mem{Base: sb}, x, x)
+				if r < 7 {
+					ADDQ(ss, sb)
+				}
+			}
+			f := YMM()
+			VCVTPH2PS(x, f)
+			VMOVUPS(f, Mem{Base: psc, Disp: 32 * half})
+		}
+	})
 }
 
 // packHigh2 writes gemmPackHighAVX2, gemmPackHighAVX512 for CPUs without
@@ -353,16 +325,8 @@ func packHigh2() {
 		}
 		h := YMM()
 		VINSERTI128(U8(1), hi, lo.AsY(), h)
-		for k := 0; k < 8; k++ {
-			t := YMM()
-			VPSRLD(U8(4*k), h, t)
-			VPAND(m0F, t, t)
-			VPMULLD(spread, t, t)
-			VPAND(m01, t, t)
-			VPSLLD(U8(4), t, t)
-			VPOR(Mem{Base: pw, Disp: 128*k + 32*half}, t, t)
-			VMOVDQU(t, Mem{Base: pw, Disp: 128*k + 32*half})
-		}
+		addHigh(h, m0F, spread, m01, pw, 32*half, false)
+
 	}
 	ADDQ(U32(1024), pw)
 	ADDQ(U8(4), h0)

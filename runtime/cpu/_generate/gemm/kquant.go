@@ -183,24 +183,75 @@ func packScalesK(name string, q6 bool) {
 			"at sc + 1792i (the caller adds 64 bytes for the second group).")
 	}
 	Pragma("noescape")
+	var ms3, ds3 Register
+	var il, ih VecVirtual
+	var shuf [4]VecVirtual
+	scaleAreas(name, q6, func(ms, ds Register) {
+		ms3, ds3 = GP64(), GP64()
+		LEAQ(Mem{Base: ms, Index: ms, Scale: 2}, ms3)
+		LEAQ(Mem{Base: ds, Index: ds, Scale: 2}, ds3)
+		il, ih = ZMM(), ZMM()
+		VMOVDQU32(idxLo, il)
+		VMOVDQU32(idxHi, ih)
+		// shuf[c]: dword i of each lane <- byte 4c+i, zero-extended (Q4_K)
+		// or in the top byte, for an arithmetic shift (Q6_K).
+		for c := range shuf {
+			shuf[c] = ZMM()
+			VBROADCASTI32X4(shufK[q6Index(q6)][c], shuf[c])
+		}
+	}, func(sm, dm, ms, ds, psc Register) {
+		var V [4][4]VecVirtual // V[c][set]
+		rb := GP64()
+		MOVQ(sm, rb)
+		for set := 0; set < 4; set++ {
+			x := ZMM()
+			VMOVDQU32(rowMem(rb, ms, ms3, 0, 0), x.AsX())
+			for L := 1; L < 4; L++ {
+				VINSERTI32X4(U8(L), rowMem(rb, ms, ms3, L, 0), x, x)
+			}
+			for c := 0; c < 4; c++ {
+				V[c][set] = ZMM()
+				VPSHUFB(shuf[c], x, V[c][set])
+				if q6 {
+					VPSRAD(U8(24), V[c][set], V[c][set])
+				}
+			}
+			if set < 3 {
+				LEAQ(Mem{Base: rb, Index: ms, Scale: 4}, rb)
+			}
+		}
+		// sc (and Q4_K's mins as dwords first).
+		transpose([2][4]VecVirtual{V[0], V[1]}, il, ih, func(k int, v VecVirtual) { VMOVDQU32(v, Mem{Base: psc, Disp: 128 * k}) })
+		if q6 {
+			transpose([2][4]VecVirtual{V[2], V[3]}, il, ih, func(k int, v VecVirtual) { VMOVDQU32(v, Mem{Base: psc, Disp: 128 * (8 + k)}) })
+			VMOVUPS(gatherF16(dm, ds, ds3, 0), Mem{Base: psc, Disp: 2048})
+		} else {
+			var m [8]VecVirtual
+			transpose([2][4]VecVirtual{V[2], V[3]}, il, ih, func(k int, v VecVirtual) { m[k] = v })
+			for k := 0; k < 4; k++ {
+				VPSLLD(U8(16), m[2*k+1], m[2*k+1])
+				VPORD(m[2*k+1], m[2*k], m[2*k])
+				VMOVDQU32(m[2*k], Mem{Base: psc, Disp: 1024 + 128*k})
+			}
+			VMOVUPS(gatherF16(dm, ds, ds3, 0), Mem{Base: psc, Disp: 1536})
+			VMOVUPS(gatherF16(dm, ds, ds3, 2), Mem{Base: psc, Disp: 1664})
+		}
+	})
+}
+
+// scaleAreas writes the loops of a scale-area layout (packScalesK,
+// packScalesK2): pre once with the row strides, then body per super-block
+// with its rows' scale bytes sm, super-block scales dm and area psc, every
+// tile.
+func scaleAreas(name string, q6 bool, pre func(ms, ds Register), body func(sm, dm, ms, ds, psc Register)) {
 	psm := Load(Param("sm"), GP64())
 	pdm := Load(Param("dm"), GP64())
 	ms := Load(Param("mstride"), GP64())
 	ds := Load(Param("dstride"), GP64())
 	psc := Load(Param("sc"), GP64())
 	tiles := Load(Param("tiles"), GP64())
-	ms3, ds3 := GP64(), GP64()
-	LEAQ(Mem{Base: ms, Index: ms, Scale: 2}, ms3)
-	LEAQ(Mem{Base: ds, Index: ds, Scale: 2}, ds3)
-	il, ih := ZMM(), ZMM()
-	VMOVDQU32(idxLo, il)
-	VMOVDQU32(idxHi, ih)
-	// shuf[c]: dword i of each lane <- byte 4c+i, zero-extended (Q4_K) or
-	// in the top byte, for an arithmetic shift (Q6_K).
-	var shuf [4]VecVirtual
-	for c := range shuf {
-		shuf[c] = ZMM()
-		VBROADCASTI32X4(shufK[q6Index(q6)][c], shuf[c])
+	if pre != nil {
+		pre(ms, ds)
 	}
 	Label(name + "_tile")
 	sm, dm := GP64(), GP64()
@@ -208,42 +259,7 @@ func packScalesK(name string, q6 bool) {
 	MOVQ(pdm, dm)
 	cnt := Load(Param("nsbt"), GP64())
 	Label(name + "_sb")
-	var V [4][4]VecVirtual // V[c][set]
-	rb := GP64()
-	MOVQ(sm, rb)
-	for set := 0; set < 4; set++ {
-		x := ZMM()
-		VMOVDQU32(rowMem(rb, ms, ms3, 0, 0), x.AsX())
-		for L := 1; L < 4; L++ {
-			VINSERTI32X4(U8(L), rowMem(rb, ms, ms3, L, 0), x, x)
-		}
-		for c := 0; c < 4; c++ {
-			V[c][set] = ZMM()
-			VPSHUFB(shuf[c], x, V[c][set])
-			if q6 {
-				VPSRAD(U8(24), V[c][set], V[c][set])
-			}
-		}
-		if set < 3 {
-			LEAQ(Mem{Base: rb, Index: ms, Scale: 4}, rb)
-		}
-	}
-	// sc (and Q4_K's mins as dwords first).
-	transpose([2][4]VecVirtual{V[0], V[1]}, il, ih, func(k int, v VecVirtual) { VMOVDQU32(v, Mem{Base: psc, Disp: 128 * k}) })
-	if q6 {
-		transpose([2][4]VecVirtual{V[2], V[3]}, il, ih, func(k int, v VecVirtual) { VMOVDQU32(v, Mem{Base: psc, Disp: 128 * (8 + k)}) })
-		VMOVUPS(gatherF16(dm, ds, ds3, 0), Mem{Base: psc, Disp: 2048})
-	} else {
-		var m [8]VecVirtual
-		transpose([2][4]VecVirtual{V[2], V[3]}, il, ih, func(k int, v VecVirtual) { m[k] = v })
-		for k := 0; k < 4; k++ {
-			VPSLLD(U8(16), m[2*k+1], m[2*k+1])
-			VPORD(m[2*k+1], m[2*k], m[2*k])
-			VMOVDQU32(m[2*k], Mem{Base: psc, Disp: 1024 + 128*k})
-		}
-		VMOVUPS(gatherF16(dm, ds, ds3, 0), Mem{Base: psc, Disp: 1536})
-		VMOVUPS(gatherF16(dm, ds, ds3, 2), Mem{Base: psc, Disp: 1664})
-	}
+	body(sm, dm, ms, ds, psc)
 	if q6 {
 		ADDQ(U32(kAreaQ6K), psc)
 		ADDQ(U8(2), dm)

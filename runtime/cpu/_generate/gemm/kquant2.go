@@ -36,15 +36,9 @@ func variantK2(lbl string, T int, q6 bool, acc Mem) {
 	pg := Load(Param("gd"), GP64())
 	nsb := Load(Param("nsb"), GP64())
 	first := firstTile()
-	facc := func(r, t int) Mem { return acc.Offset(32 * (2*t + r)) }
+	facc := func(r, t int) Mem { return frameSlot(acc, r, t) }
 	Label(lbl + "_tile")
-	z := YMM()
-	VXORPS(z, z, z)
-	for r := 0; r < 2; r++ {
-		for t := 0; t < T; t++ {
-			VMOVUPS(z, facc(r, t))
-		}
-	}
+	zeroFrame(acc, T)
 	cnt := Load(Param("nsbt"), GP64())
 	Label(lbl + "_sb")
 	var SUMI, S [2][toks2]VecVirtual
@@ -213,98 +207,71 @@ func packScalesK2(name string, q6 bool) {
 	}
 	Doc(name + " is " + base + " for CPUs without AVX-512.")
 	Pragma("noescape")
-	psm := Load(Param("sm"), GP64())
-	pdm := Load(Param("dm"), GP64())
-	ms := Load(Param("mstride"), GP64())
-	ds := Load(Param("dstride"), GP64())
-	psc := Load(Param("sc"), GP64())
-	tiles := Load(Param("tiles"), GP64())
-	Label(name + "_tile")
-	sm, dm := GP64(), GP64()
-	MOVQ(psm, sm)
-	MOVQ(pdm, dm)
-	cnt := Load(Param("nsbt"), GP64())
-	Label(name + "_sb")
-	for half := 0; half < 2; half++ {
-		for part := 0; part < 2; part++ { // bytes 0..7, then 8..15
-			rb := GP64()
-			MOVQ(sm, rb)
-			if half == 1 {
-				LEAQ(Mem{Base: sm, Index: ms, Scale: 8}, rb)
-			}
-			var v [8]VecVirtual
-			for r := 0; r < 8; r++ {
-				v[r] = YMM()
-				if q6 {
-					VPMOVSXBD(Mem{Base: rb, Disp: 8 * part}, v[r])
-				} else {
-					VPMOVZXBD(Mem{Base: rb, Disp: 8 * part}, v[r])
+	scaleAreas(name, q6, nil, func(sm, dm, ms, ds, psc Register) {
+		for half := 0; half < 2; half++ {
+			for part := 0; part < 2; part++ { // bytes 0..7, then 8..15
+				rb := GP64()
+				MOVQ(sm, rb)
+				if half == 1 {
+					LEAQ(Mem{Base: sm, Index: ms, Scale: 8}, rb)
 				}
-				ADDQ(ms, rb)
+				var v [8]VecVirtual
+				for r := 0; r < 8; r++ {
+					v[r] = YMM()
+					if q6 {
+						VPMOVSXBD(Mem{Base: rb, Disp: 8 * part}, v[r])
+					} else {
+						VPMOVZXBD(Mem{Base: rb, Disp: 8 * part}, v[r])
+					}
+					ADDQ(ms, rb)
+				}
+				if q6 || part == 0 {
+					transpose8(v, func(k int, x VecVirtual) {
+						VMOVDQU(x, Mem{Base: psc, Disp: 128*(8*part+k) + 32*half})
+					})
+					continue
+				}
+				// Q4_K's mins: dwords, then pairs of words.
+				var m [8]VecVirtual
+				transpose8(v, func(k int, x VecVirtual) { m[k] = x })
+				for k := 0; k < 4; k++ {
+					VPSLLD(U8(16), m[2*k+1], m[2*k+1])
+					VPOR(m[2*k+1], m[2*k], m[2*k])
+					VMOVDQU(m[2*k], Mem{Base: psc, Disp: 1024 + 128*k + 32*half})
+				}
 			}
-			if q6 || part == 0 {
-				transpose8(v, func(k int, x VecVirtual) {
-					VMOVDQU(x, Mem{Base: psc, Disp: 128*(8*part+k) + 32*half})
-				})
+			// d (Q6_K), d and dmin (Q4_K) of the eight rows.
+			db := GP64()
+			MOVQ(dm, db)
+			if half == 1 {
+				LEAQ(Mem{Base: dm, Index: ds, Scale: 8}, db)
+			}
+			if q6 {
+				x := XMM()
+				for r := 0; r < 8; r++ {
+					VPINSRW(U8(r), Mem{Base: db}, x, x)
+					if r < 7 {
+						ADDQ(ds, db)
+					}
+				}
+				f := YMM()
+				VCVTPH2PS(x, f)
+				VMOVUPS(f, Mem{Base: psc, Disp: 2048 + 32*half})
 				continue
 			}
-			// Q4_K's mins: dwords, then pairs of words.
-			var m [8]VecVirtual
-			transpose8(v, func(k int, x VecVirtual) { m[k] = x })
-			for k := 0; k < 4; k++ {
-				VPSLLD(U8(16), m[2*k+1], m[2*k+1])
-				VPOR(m[2*k+1], m[2*k], m[2*k])
-				VMOVDQU(m[2*k], Mem{Base: psc, Disp: 1024 + 128*k + 32*half})
-			}
-		}
-		// d (Q6_K), d and dmin (Q4_K) of the eight rows.
-		db := GP64()
-		MOVQ(dm, db)
-		if half == 1 {
-			LEAQ(Mem{Base: dm, Index: ds, Scale: 8}, db)
-		}
-		if q6 {
-			x := XMM()
+			lo, hi := XMM(), XMM()
 			for r := 0; r < 8; r++ {
-				VPINSRW(U8(r), Mem{Base: db}, x, x)
+				VPINSRW(U8(r), Mem{Base: db}, lo, lo)
+				VPINSRW(U8(r), Mem{Base: db, Disp: 2}, hi, hi)
 				if r < 7 {
 					ADDQ(ds, db)
 				}
 			}
-			f := YMM()
-			VCVTPH2PS(x, f)
-			VMOVUPS(f, Mem{Base: psc, Disp: 2048 + 32*half})
-			continue
+			f, g := YMM(), YMM()
+			VCVTPH2PS(lo, f)
+			VCVTPH2PS(hi, g)
+			VMOVUPS(f, Mem{Base: psc, Disp: 1536 + 32*half})
+			VMOVUPS(g, Mem{Base: psc, Disp: 1664 + 32*half})
 		}
-		lo, hi := XMM(), XMM()
-		for r := 0; r < 8; r++ {
-			VPINSRW(U8(r), Mem{Base: db}, lo, lo)
-			VPINSRW(U8(r), Mem{Base: db, Disp: 2}, hi, hi)
-			if r < 7 {
-				ADDQ(ds, db)
-			}
-		}
-		f, g := YMM(), YMM()
-		VCVTPH2PS(lo, f)
-		VCVTPH2PS(hi, g)
-		VMOVUPS(f, Mem{Base: psc, Disp: 1536 + 32*half})
-		VMOVUPS(g, Mem{Base: psc, Disp: 1664 + 32*half})
-	}
-	if q6 {
-		ADDQ(U32(kAreaQ6K), psc)
-		ADDQ(U8(2), dm)
-	} else {
-		ADDQ(U32(kAreaQ4K), psc)
-		ADDQ(U8(4), dm)
-	}
-	ADDQ(U8(16), sm)
-	DECQ(cnt)
-	JNZ(LabelRef(name + "_sb"))
-	ts := Load(Param("tstride"), GP64())
-	ADDQ(ts, psm)
-	ADDQ(ts, pdm)
-	DECQ(tiles)
-	JNZ(LabelRef(name + "_tile"))
-	VZEROUPPER()
-	RET()
+	})
 }

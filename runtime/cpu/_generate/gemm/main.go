@@ -221,7 +221,6 @@ func variant(lbl string, R, T int) {
 
 // pack writes gemmPack*: one group of sixteen rows of a panel.
 func pack(name string, q8, scales bool) {
-	var pss, ss, psc Register
 	if scales {
 		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)")
 		Doc(name+" lays out sixteen rows of tiles K-tiles (np blocks each) for",
@@ -236,125 +235,152 @@ func pack(name string, q8, scales bool) {
 			"(gemmQ4KAVX512, gemmQ6KAVX512), whose scales gemmScales* lay out.")
 	}
 	Pragma("noescape")
-	pc := Load(Param("codes"), GP64())
-	cs := Load(Param("cstride"), GP64())
-	pw := Load(Param("w"), GP64())
-	if scales {
-		pss = Load(Param("scales"), GP64())
-		ss = Load(Param("sstride"), GP64())
-		psc = Load(Param("sc"), GP64())
+	var mask, il, ih VecVirtual
+	var cs3, ss3 Register
+	pre := func(p *panelRegs) {
+		mask = ZMM()
+		if q8 {
+			VPBROADCASTD(c80x4, mask)
+		} else {
+			VPBROADCASTD(c0Fx4, mask)
+		}
+		il, ih = ZMM(), ZMM()
+		VMOVDQU32(idxLo, il)
+		VMOVDQU32(idxHi, ih)
+		cs3 = GP64()
+		LEAQ(Mem{Base: p.cs, Index: p.cs, Scale: 2}, cs3)
+		if scales {
+			ss3 = GP64()
+			LEAQ(Mem{Base: p.ss, Index: p.ss, Scale: 2}, ss3)
+		}
 	}
-	tiles := Load(Param("tiles"), GP64())
-	mask := ZMM()
-	if q8 {
-		VPBROADCASTD(c80x4, mask)
-	} else {
-		VPBROADCASTD(c0Fx4, mask)
-	}
-	il, ih := ZMM(), ZMM()
-	VMOVDQU32(idxLo, il)
-	VMOVDQU32(idxHi, ih)
-	cs3 := GP64()
-	LEAQ(Mem{Base: cs, Index: cs, Scale: 2}, cs3)
-	var ss3 Register
-	if scales {
-		ss3 = GP64()
-		LEAQ(Mem{Base: ss, Index: ss, Scale: 2}, ss3)
-	}
-
-	Label(name + "_tile")
 	// The weights come from memory once per call, two tiles ahead of the
 	// layout: the sixteen rows' codes and scales of tile t+2 (a prefetch
 	// past the blob is a hint that never faults).
-	planes := []struct{ base, stride Register }{{pc, cs}}
-	if scales {
-		planes = append(planes, struct{ base, stride Register }{pss, ss})
+	tile := func(p *panelRegs) {
+		planes := []struct{ base, stride Register }{{p.pc, p.cs}}
+		if scales {
+			planes = append(planes, struct{ base, stride Register }{p.pss, p.ss})
+		}
+		for i, reg := range planes {
+			pf, end := GP64(), GP64()
+			ts := Load(Param("tstride"), GP64())
+			LEAQ(Mem{Base: reg.base, Index: ts, Scale: 2}, pf)
+			MOVQ(reg.stride, end)
+			SHLQ(U8(4), end)
+			ADDQ(pf, end)
+			Label(fmt.Sprintf("%s_pf%d", name, i))
+			PREFETCHT0(Mem{Base: pf})
+			ADDQ(U8(64), pf)
+			CMPQ(pf, end)
+			JB(LabelRef(fmt.Sprintf("%s_pf%d", name, i)))
+		}
 	}
-	for i, reg := range planes {
-		pf, end := GP64(), GP64()
-		ts := Load(Param("tstride"), GP64())
-		LEAQ(Mem{Base: reg.base, Index: ts, Scale: 2}, pf)
-		MOVQ(reg.stride, end)
-		SHLQ(U8(4), end)
-		ADDQ(pf, end)
-		Label(fmt.Sprintf("%s_pf%d", name, i))
-		PREFETCHT0(Mem{Base: pf})
-		ADDQ(U8(64), pf)
-		CMPQ(pf, end)
-		JB(LabelRef(fmt.Sprintf("%s_pf%d", name, i)))
+	panelLoop(name, q8, scales, pre, tile, func(p *panelRegs, c, s Register) {
+		cs, ss, pw, psc := p.cs, p.ss, p.pw, p.psc
+		// U[h][set]: lane L = row 4*set+L, dword j = kquad 4h+j.
+		var U [2][4]VecVirtual
+		rb := GP64()
+		MOVQ(c, rb)
+		for set := 0; set < 4; set++ {
+			rowM := func(L, disp int) Mem {
+				switch L {
+				case 0:
+					return Mem{Base: rb, Disp: disp}
+				case 3:
+					return Mem{Base: rb, Index: cs3, Scale: 1, Disp: disp}
+				}
+				return Mem{Base: rb, Index: cs, Scale: uint8(L), Disp: disp}
+			}
+			if q8 {
+				for h := 0; h < 2; h++ {
+					x := ZMM()
+					VMOVDQU32(rowM(0, 16*h), x.AsX())
+					for L := 1; L < 4; L++ {
+						VINSERTI32X4(U8(L), rowM(L, 16*h), x, x)
+					}
+					VPXORD(mask, x, x)
+					U[h][set] = x
+				}
+			} else {
+				x := ZMM()
+				VMOVDQU32(rowM(0, 0), x.AsX())
+				for L := 1; L < 4; L++ {
+					VINSERTI32X4(U8(L), rowM(L, 0), x, x)
+				}
+				hi := ZMM()
+				VPSRLW(U8(4), x, hi)
+				VPANDD(mask, hi, hi)
+				VPANDD(mask, x, x)
+				U[0][set], U[1][set] = ZMM(), ZMM()
+				VPUNPCKLBW(hi, x, U[0][set]) // lo0 hi0 lo1 hi1 ...: elements 0..15
+				VPUNPCKHBW(hi, x, U[1][set]) // elements 16..31
+			}
+			if set < 3 {
+				LEAQ(Mem{Base: rb, Index: cs, Scale: 4}, rb)
+			}
+		}
+		transpose(U, il, ih, func(k int, v VecVirtual) { VMOVDQU32(v, Mem{Base: pw, Disp: 128 * k}) })
+		if scales {
+			// The sixteen f16 scales of the block.
+			VMOVUPS(gatherF16(s, ss, ss3, 0), Mem{Base: psc})
+		}
+	})
+}
+
+// panelRegs are the arguments of a panel layout (gemmPack*, gemmCodes*):
+// codes and their row stride, the panel, and with scales the f16 scales,
+// their row stride and the panel's scales.
+type panelRegs struct{ pc, cs, pw, pss, ss, psc Register }
+
+// panelLoop writes the loops of a panel layout (pack, pack2): the
+// arguments loaded, pre once, then per tile tile (nil: nothing) and per
+// block body with the block's row 0 of codes c and of scales s; the block
+// of the panel moves on 1024 bytes, of its scales 128.
+func panelLoop(name string, q8, scales bool, pre, tile func(p *panelRegs), body func(p *panelRegs, c, s Register)) {
+	var p panelRegs
+	p.pc = Load(Param("codes"), GP64())
+	p.cs = Load(Param("cstride"), GP64())
+	p.pw = Load(Param("w"), GP64())
+	if scales {
+		p.pss = Load(Param("scales"), GP64())
+		p.ss = Load(Param("sstride"), GP64())
+		p.psc = Load(Param("sc"), GP64())
+	}
+	tiles := Load(Param("tiles"), GP64())
+	if pre != nil {
+		pre(&p)
+	}
+	Label(name + "_tile")
+	if tile != nil {
+		tile(&p)
 	}
 	c := GP64() // this block's row 0
-	MOVQ(pc, c)
+	MOVQ(p.pc, c)
 	var s Register
 	if scales {
 		s = GP64()
-		MOVQ(pss, s)
+		MOVQ(p.pss, s)
 	}
 	cnt := Load(Param("np"), GP64())
 	Label(name + "_blk")
-	// U[h][set]: lane L = row 4*set+L, dword j = kquad 4h+j.
-	var U [2][4]VecVirtual
-	rb := GP64()
-	MOVQ(c, rb)
-	for set := 0; set < 4; set++ {
-		rowM := func(L, disp int) Mem {
-			switch L {
-			case 0:
-				return Mem{Base: rb, Disp: disp}
-			case 3:
-				return Mem{Base: rb, Index: cs3, Scale: 1, Disp: disp}
-			}
-			return Mem{Base: rb, Index: cs, Scale: uint8(L), Disp: disp}
-		}
-		if q8 {
-			for h := 0; h < 2; h++ {
-				x := ZMM()
-				VMOVDQU32(rowM(0, 16*h), x.AsX())
-				for L := 1; L < 4; L++ {
-					VINSERTI32X4(U8(L), rowM(L, 16*h), x, x)
-				}
-				VPXORD(mask, x, x)
-				U[h][set] = x
-			}
-		} else {
-			x := ZMM()
-			VMOVDQU32(rowM(0, 0), x.AsX())
-			for L := 1; L < 4; L++ {
-				VINSERTI32X4(U8(L), rowM(L, 0), x, x)
-			}
-			hi := ZMM()
-			VPSRLW(U8(4), x, hi)
-			VPANDD(mask, hi, hi)
-			VPANDD(mask, x, x)
-			U[0][set], U[1][set] = ZMM(), ZMM()
-			VPUNPCKLBW(hi, x, U[0][set]) // lo0 hi0 lo1 hi1 ...: elements 0..15
-			VPUNPCKHBW(hi, x, U[1][set]) // elements 16..31
-		}
-		if set < 3 {
-			LEAQ(Mem{Base: rb, Index: cs, Scale: 4}, rb)
-		}
-	}
-	transpose(U, il, ih, func(k int, v VecVirtual) { VMOVDQU32(v, Mem{Base: pw, Disp: 128 * k}) })
-	if scales {
-		// The sixteen f16 scales of the block.
-		VMOVUPS(gatherF16(s, ss, ss3, 0), Mem{Base: psc})
-		ADDQ(U32(128), psc)
-	}
-	ADDQ(U32(1024), pw)
+	body(&p, c, s)
+	ADDQ(U32(1024), p.pw)
 	if q8 {
 		ADDQ(U8(32), c)
 	} else {
 		ADDQ(U8(16), c)
 	}
 	if scales {
+		ADDQ(U32(128), p.psc)
 		ADDQ(U8(2), s)
 	}
 	DECQ(cnt)
 	JNZ(LabelRef(name + "_blk"))
 	ts := Load(Param("tstride"), GP64())
-	ADDQ(ts, pc)
+	ADDQ(ts, p.pc)
 	if scales {
-		ADDQ(ts, pss)
+		ADDQ(ts, p.pss)
 	}
 	DECQ(tiles)
 	JNZ(LabelRef(name + "_tile"))
@@ -443,16 +469,7 @@ func packHigh() {
 	VINSERTI32X4(U8(1), x[1], x[0].AsY(), x[0].AsY())
 	VINSERTI32X4(U8(1), x[3], x[2].AsY(), x[2].AsY())
 	VINSERTI64X4(U8(1), x[2].AsY(), x[0].AsZ(), h)
-	for k := 0; k < 8; k++ {
-		t := ZMM()
-		VPSRLD(U8(4*k), h, t)
-		VPANDD(m0F, t, t)
-		VPMULLD(spread, t, t)
-		VPANDD(m01, t, t)
-		VPSLLD(U8(4), t, t)
-		VPORD(Mem{Base: pw, Disp: 128 * k}, t, t)
-		VMOVDQU32(t, Mem{Base: pw, Disp: 128 * k})
-	}
+	addHigh(h, m0F, spread, m01, pw, 0, true)
 	ADDQ(U32(1024), pw)
 	ADDQ(U8(4), h0)
 	DECQ(cnt)
@@ -614,4 +631,34 @@ func firstTile() Register {
 	MOVQ(U32(1), first)
 	SUBQ(Load(Param("add"), GP64()), first)
 	return first
+}
+
+// addHigh ORs into the eight kquads of a block of the panel at pw+disp
+// (128 bytes apart) the 5th bits in h (row r's u32 in dword r): bits
+// 4k..4k+3 are spread to bit 4 of the four bytes of kquad k by the
+// multiplication by 0x00204081 of packHigh. zmm: sixteen rows with EVEX
+// instructions, else eight with VEX ones.
+func addHigh(h, m0F, spread, m01 VecVirtual, pw Register, disp int, zmm bool) {
+	and := func(a, b, c Op) { VPAND(a, b, c) }
+	or := func(a, b, c Op) { VPOR(a, b, c) }
+	mov := func(a, b Op) { VMOVDQU(a, b) }
+	if zmm {
+		and = func(a, b, c Op) { VPANDD(a, b, c) }
+		or = func(a, b, c Op) { VPORD(a, b, c) }
+		mov = func(a, b Op) { VMOVDQU32(a, b) }
+	}
+	for k := 0; k < 8; k++ {
+		t := YMM()
+		if zmm {
+			t = ZMM()
+		}
+		m := Mem{Base: pw, Disp: 128*k + disp}
+		VPSRLD(U8(4*k), h, t)
+		and(m0F, t, t)
+		VPMULLD(spread, t, t)
+		and(m01, t, t)
+		VPSLLD(U8(4), t, t)
+		or(m, t, t)
+		mov(t, m)
+	}
 }
