@@ -101,13 +101,18 @@ func (j *mmJob) gemmPrepare(p *Pool) {
 			}
 		}
 	}
-	for len(s.gp) < p.threads {
+	s.growPanels(p.threads, nb*1024, nb*32, 0, passes*gemmToks*gemmRows)
+}
+
+// growPanels gives each of threads workers a panel of at least w bytes, sc
+// scales, ka bytes of K-quant scale areas and o outputs.
+func (s *scratch) growPanels(threads, w, sc, ka, o int) {
+	for len(s.gp) < threads {
 		s.gp = append(s.gp, gemmPanel{})
 	}
-	for w := range s.gp {
-		s.gp[w].w = grow(s.gp[w].w, nb*1024)
-		s.gp[w].sc = grow(s.gp[w].sc, nb*32)
-		s.gp[w].o = grow(s.gp[w].o, passes*gemmToks*gemmRows)
+	for i := range s.gp {
+		pn := &s.gp[i]
+		pn.w, pn.sc, pn.ka, pn.o = grow(pn.w, w), grow(pn.sc, sc), grow(pn.ka, ka), grow(pn.o, o)
 	}
 }
 

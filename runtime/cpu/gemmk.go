@@ -78,14 +78,7 @@ func (j *mmJob) gemmPrepareK(p *Pool) {
 			}
 		}
 	}
-	for len(s.gp) < p.threads {
-		s.gp = append(s.gp, gemmPanel{})
-	}
-	for w := range s.gp {
-		s.gp[w].w = grow(s.gp[w].w, nsb*8192)
-		s.gp[w].ka = grow(s.gp[w].ka, nsb*kArea6)
-		s.gp[w].o = grow(s.gp[w].o, passes*gemmToksK*gemmRows)
-	}
+	s.growPanels(p.threads, nsb*8192, 0, nsb*kArea6, passes*gemmToksK*gemmRows)
 }
 
 // gemmPanelK is gemmPanel for the K-quants.
