@@ -23,6 +23,10 @@ import (
 type Matrix struct {
 	G    planar.Geometry
 	Blob []byte // [C groups][K/T tiles][planes][rows] as planar.Geometry lays it out
+	// Next is the matrix a one-token step multiplies after this one, if
+	// the caller knows it (a model's decoding order): the pool's helpers
+	// prefetch its first lines when they are done with this one.
+	Next *Matrix
 }
 
 // Check validates the geometry and that the blob holds it (it may be
@@ -184,7 +188,11 @@ func MatMat(m *Matrix, x, y []float32, b int, pool *Pool) {
 		// Whole panels: a chunk of 64 rows is two.
 		grain = 2 * gemmRows
 	}
+	if b == 1 && m.Next != nil {
+		pool.ahead = m.Next.Blob[:min(len(m.Next.Blob), m.Next.G.Size())]
+	}
 	pool.run(g.N, grain, j)
+	pool.ahead = nil
 	j.m, j.s, j.x, j.y = nil, nil, nil, nil
 }
 

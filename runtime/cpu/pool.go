@@ -21,6 +21,12 @@ type Task interface {
 // goroutine takes part in every job, so a Pool of n threads starts n-1
 // goroutines. A job hands out its ranges through an atomic counter, so a
 // slow worker does not hold the others back, and nothing is allocated.
+// The chunks are dealt in contiguous segments, one per thread, each with
+// its own counter: a thread takes its own segment's chunks in order and
+// then those left in the others'. So a thread reads one run of a
+// matrix's rows, which its prefetches (and the hardware's) follow from
+// chunk to chunk, instead of every other chunk; and a thread held back
+// still loses its chunks to the others.
 //
 // After a job a helper polls for the next one for a short while (spinFor)
 // before it blocks on its channel: a decoding step runs a hundred or so
@@ -49,14 +55,28 @@ type Pool struct {
 	exited  sync.WaitGroup // helpers that have not returned yet
 
 	// the job being run
-	task   Task
-	n      int // index range [0, n)
-	grain  int // indices per chunk
-	chunks int // ceil(n / grain)
-	next   atomic.Int64
+	task  Task
+	n     int // index range [0, n)
+	grain int // indices per chunk
+	parts int // threads taking part: segments of the chunks
+	segs  []segment
+
+	// ahead is what the job after this one will read (the next matrix's
+	// weights), which the helpers prefetch once they are done (see
+	// prefetchAhead); nil if unknown.
+	ahead []byte
 
 	scratch scratch
 	mm      mmJob
+}
+
+// segment is one thread's share of a job's chunks: next is the next
+// chunk to take, up to hi. Each sits on a cache line of its own, so that
+// the threads' counters do not share one.
+type segment struct {
+	next atomic.Int64
+	hi   int64
+	_    [48]byte
 }
 
 // serial serves nil pools.
@@ -69,7 +89,7 @@ func NewPool(threads int) *Pool {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	p := &Pool{threads: threads, wake: make([]chan struct{}, threads-1), state: make([]atomic.Int32, threads-1),
-		done: make(chan struct{}, 1)}
+		done: make(chan struct{}, 1), segs: make([]segment, threads)}
 	for i := range p.wake {
 		p.wake[i] = make(chan struct{}, 1)
 		p.exited.Add(1)
@@ -148,22 +168,65 @@ func (p *Pool) worker(i int) {
 			}
 		}
 		p.drain(i + 1)
+		// Read before the caller can see the job done and set the next.
+		ahead, parts := p.ahead, p.parts
 		st.Store(helperSpinning) // before the caller can see the job done
 		if p.pending.Add(-1) == 0 && p.waiting.CompareAndSwap(true, false) {
 			p.done <- struct{}{}
 		}
+		if ahead != nil {
+			prefetchAhead(ahead, i+1, parts, st)
+		}
 	}
 }
 
-// drain runs chunks of the current job on thread id until none is left.
-func (p *Pool) drain(id int) {
-	for {
-		c := int(p.next.Add(1) - 1)
-		if c >= p.chunks {
-			return
+// aheadBytes is how much of a thread's segment of the next matrix a
+// helper prefetches while it waits (see prefetchAhead).
+const aheadBytes = 192 << 10
+
+// prefetchAhead is what helper id (of parts threads) does between the end
+// of its part of a job and the next job, when the next job's memory is
+// known (Pool.ahead: decoding reads the matrices of a model in a fixed
+// order): it asks for the first aheadBytes of its own segment of it and,
+// helper 1, of the caller's, a few KiB at a time, and stops as soon as it
+// is handed a job. Between two products of a decoding step the caller
+// runs the norms, rope, attention or an activation alone, and memory would
+// sit idle; with this the small products (qkv, attn_output) and the first
+// lines of the large ones come from the caches instead. Prefetches never
+// fault and change no result.
+func prefetchAhead(b []byte, id, parts int, st *atomic.Int32) {
+	if !asmOn() || len(b) == 0 {
+		return
+	}
+	seg := func(k int) bool {
+		lo := (k * len(b) / parts) &^ 63
+		hi := min(len(b), lo+aheadBytes) &^ 63
+		for ; lo < hi; lo += 4 << 10 {
+			if st.Load() == helperBusy {
+				return false
+			}
+			prefetchLinesAVX2(&b[lo], min(4<<10, hi-lo))
 		}
-		lo := c * p.grain
-		p.task.Run(id, lo, min(lo+p.grain, p.n))
+		return true
+	}
+	if seg(id) && id == 1 {
+		seg(0)
+	}
+}
+
+// drain runs chunks of the current job on thread id until none is left:
+// its own segment's first, then the others'.
+func (p *Pool) drain(id int) {
+	for k := 0; k < p.parts; k++ {
+		s := &p.segs[(id+k)%p.parts]
+		for {
+			c := s.next.Add(1) - 1
+			if c >= s.hi {
+				break
+			}
+			lo := int(c) * p.grain
+			p.task.Run(id, lo, min(lo+p.grain, p.n))
+		}
 	}
 }
 
@@ -197,8 +260,12 @@ func (p *Pool) run(n, grain int, t Task) {
 		return
 	}
 	p.task, p.n, p.grain = t, n, grain
-	p.chunks = (n + grain - 1) / grain
-	p.next.Store(0)
+	chunks := (n + grain - 1) / grain
+	p.parts = helpers + 1
+	for i := 0; i < p.parts; i++ {
+		p.segs[i].next.Store(int64(i * chunks / p.parts))
+		p.segs[i].hi = int64((i + 1) * chunks / p.parts)
+	}
 	p.pending.Store(int32(helpers))
 	for i := 0; i < helpers; i++ {
 		// A polling helper takes the job by itself; a blocked one is woken.

@@ -142,3 +142,50 @@ func TestPoolSlowHelper(t *testing.T) {
 		p.Close()
 	}
 }
+
+// segTask records which worker ran each index; the caller's chunks take
+// 5 ms each and a helper's first chunk 50 ms.
+type segTask struct {
+	by    []atomic.Int32
+	first [8]atomic.Bool
+}
+
+func (s *segTask) Run(w, lo, hi int) {
+	if w == 0 {
+		time.Sleep(5 * time.Millisecond)
+	} else if s.first[w].CompareAndSwap(false, true) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := lo; i < hi; i++ {
+		s.by[i].Store(int32(w) + 1)
+	}
+}
+
+// TestPoolSegments checks that each thread first runs its own contiguous
+// segment of the chunks: the caller all of the first half of eight
+// chunks, which a helper stuck in its first chunk (the second half's
+// first) cannot reach before it; and that the caller then takes the
+// stuck helper's other chunks.
+func TestPoolSegments(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	s := &segTask{by: make([]atomic.Int32, 8)}
+	p.For(8, 1, s)
+	var by [8]int32
+	for i := range by {
+		by[i] = s.by[i].Load() - 1
+	}
+	for i := 0; i < 4; i++ {
+		if by[i] != 0 {
+			t.Fatalf("workers by index %v: index %d of the caller's segment run by worker %d", by, i, by[i])
+		}
+	}
+	for i := 4; i < 8; i++ {
+		if by[i] < 0 {
+			t.Fatalf("workers by index %v: index %d not run", by, i)
+		}
+	}
+	if by[4] == 1 && (by[5] != 0 || by[6] != 0 || by[7] != 0) {
+		t.Fatalf("workers by index %v: the caller left a stuck helper's chunks", by)
+	}
+}

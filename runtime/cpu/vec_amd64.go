@@ -51,3 +51,8 @@ func softmaxExpAVX2(x *float32, n int, mx float32) float64
 //
 //go:noescape
 func sumStreamAVX2(p *uint64, n int) uint64
+
+// prefetchLinesAVX2 prefetches the n bytes at p (n a multiple of 64) into the caches.
+//
+//go:noescape
+func prefetchLinesAVX2(p *byte, n int)

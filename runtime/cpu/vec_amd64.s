@@ -688,3 +688,21 @@ sumStream_done:
 	VZEROUPPER
 	MOVQ         AX, ret+16(FP)
 	RET
+
+// func prefetchLinesAVX2(p *byte, n int)
+// Requires: MMX+
+TEXT ·prefetchLinesAVX2(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+	XORQ DX, DX
+	CMPQ CX, DX
+	JE   prefetchLines_done
+
+prefetchLines_loop:
+	PREFETCHT0 (AX)(DX*1)
+	ADDQ       $0x40, DX
+	CMPQ       CX, DX
+	JNE        prefetchLines_loop
+
+prefetchLines_done:
+	RET

@@ -31,3 +31,5 @@ func axpysF16AVX2(a *float32, x *uint16, stride int, y *float32, n, count int) {
 func toF16AVX2(dst *uint16, x *float32, n int) { noAsm() }
 
 func roundF16AVX2(x *float32, n int) { noAsm() }
+
+func prefetchLinesAVX2(p *byte, n int) { noAsm() }

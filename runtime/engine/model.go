@@ -243,7 +243,30 @@ func build(p layout.Params, w Weights, opts Options) (*Model, error) {
 		}
 		l.rope = idx
 	}
+	m.chain()
 	return m, nil
+}
+
+// chain tells each matrix which one a one-token step multiplies after it
+// (cpu.Matrix.Next), in the order of State.forward: per layer the
+// attention's projections (fused or Q, K, V), its output, the feed-forward
+// (gate and up, fused or not) and down; then the output projection, and
+// after it the first layer's again, the next token's start. The helpers
+// of the pool prefetch the next matrix while the caller runs what lies
+// between, so that order is worth a table of its own only here.
+func (m *Model) chain() {
+	var order []*cpu.Matrix
+	for i := range m.layers {
+		for _, r := range []arch.Role{arch.QKV, arch.Q, arch.K, arch.V, arch.AttnOut, arch.GateUp, arch.Gate, arch.Up, arch.Down} {
+			if w := m.layers[i].mat[r]; w != nil {
+				order = append(order, w)
+			}
+		}
+	}
+	order = append(order, m.output)
+	for i, w := range order {
+		w.Next = order[(i+1)%len(order)]
+	}
 }
 
 // isVector reports whether role r of family f is a vector.

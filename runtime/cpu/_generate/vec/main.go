@@ -36,6 +36,7 @@ func main() {
 	siluMul()
 	softmaxExp()
 	sumStream()
+	prefetchLines()
 	Generate()
 }
 
@@ -507,5 +508,22 @@ func sumStream() {
 	ADDQ(t, r)
 	VZEROUPPER()
 	Store(r, ReturnIndex(0))
+	RET()
+}
+
+// prefetchLines writes prefetchLinesAVX2: PREFETCHT0 of each 64-byte line
+// of n bytes (n a multiple of 64), the pool's idle helpers' way of asking
+// for the weights of the next matrix (Pool.Ahead). A prefetch never faults,
+// so it only has to name addresses of the mapping.
+func prefetchLines() {
+	TEXT("prefetchLinesAVX2", NOSPLIT, "func(p *byte, n int)")
+	Doc("prefetchLinesAVX2 prefetches the n bytes at p (n a multiple of 64) into the caches.")
+	Pragma("noescape")
+	p := Load(Param("p"), GP64())
+	n := Load(Param("n"), GP64())
+	i := GP64()
+	loop("prefetchLines", i, n, 64, func() {
+		PREFETCHT0(Mem{Base: p, Index: i, Scale: 1})
+	})
 	RET()
 }
