@@ -2790,6 +2790,64 @@ DATA wIdxZ3<>+48(SB)/8, $0x000f000f000f000f
 DATA wIdxZ3<>+56(SB)/8, $0x000f000f000f000f
 GLOBL wIdxZ3<>(SB), RODATA|NOPTR, $64
 
+DATA scIdx<>+0(SB)/8, $0x0006000400020000
+DATA scIdx<>+8(SB)/8, $0x000e000c000a0008
+DATA scIdx<>+16(SB)/8, $0x0007000500030001
+DATA scIdx<>+24(SB)/8, $0x000f000d000b0009
+DATA scIdx<>+32(SB)/8, $0x0000000000000000
+DATA scIdx<>+40(SB)/8, $0x0000000000000000
+DATA scIdx<>+48(SB)/8, $0x0000000000000000
+DATA scIdx<>+56(SB)/8, $0x0000000000000000
+DATA scIdx<>+64(SB)/8, $0x000c000800040000
+DATA scIdx<>+72(SB)/8, $0x001c001800140010
+DATA scIdx<>+80(SB)/8, $0x000d000900050001
+DATA scIdx<>+88(SB)/8, $0x001d001900150011
+DATA scIdx<>+96(SB)/8, $0x0000000000000000
+DATA scIdx<>+104(SB)/8, $0x0000000000000000
+DATA scIdx<>+112(SB)/8, $0x0000000000000000
+DATA scIdx<>+120(SB)/8, $0x0000000000000000
+DATA scIdx<>+128(SB)/8, $0x0012000c00060000
+DATA scIdx<>+136(SB)/8, $0x002a0024001e0018
+DATA scIdx<>+144(SB)/8, $0x0013000d00070001
+DATA scIdx<>+152(SB)/8, $0x002b0025001f0019
+DATA scIdx<>+160(SB)/8, $0x0000000000000000
+DATA scIdx<>+168(SB)/8, $0x0000000000000000
+DATA scIdx<>+176(SB)/8, $0x0000000000000000
+DATA scIdx<>+184(SB)/8, $0x0000000000000000
+DATA scIdx<>+192(SB)/8, $0x0018001000080000
+DATA scIdx<>+200(SB)/8, $0x0038003000280020
+DATA scIdx<>+208(SB)/8, $0x0019001100090001
+DATA scIdx<>+216(SB)/8, $0x0039003100290021
+DATA scIdx<>+224(SB)/8, $0x0000000000000000
+DATA scIdx<>+232(SB)/8, $0x0000000000000000
+DATA scIdx<>+240(SB)/8, $0x0000000000000000
+DATA scIdx<>+248(SB)/8, $0x0000000000000000
+GLOBL scIdx<>(SB), RODATA|NOPTR, $256
+
+DATA scTwo<>+0(SB)/8, $0x0002000200020002
+DATA scTwo<>+8(SB)/8, $0x0002000200020002
+DATA scTwo<>+16(SB)/8, $0x0002000200020002
+DATA scTwo<>+24(SB)/8, $0x0002000200020002
+DATA scTwo<>+32(SB)/8, $0x0002000200020002
+DATA scTwo<>+40(SB)/8, $0x0002000200020002
+DATA scTwo<>+48(SB)/8, $0x0002000200020002
+DATA scTwo<>+56(SB)/8, $0x0002000200020002
+GLOBL scTwo<>(SB), RODATA|NOPTR, $64
+
+DATA zero32<>+0(SB)/8, $0x0000000000000000
+DATA zero32<>+8(SB)/8, $0x0000000000000000
+DATA zero32<>+16(SB)/8, $0x0000000000000000
+DATA zero32<>+24(SB)/8, $0x0000000000000000
+GLOBL zero32<>(SB), RODATA|NOPTR, $32
+
+DATA scMaskLo<>+0(SB)/8, $0xffffffff0000ffff
+DATA scMaskLo<>+8(SB)/8, $0xffffffffffffffff
+GLOBL scMaskLo<>(SB), RODATA|NOPTR, $16
+
+DATA scMaskHi<>+0(SB)/8, $0x0000000000000000
+DATA scMaskHi<>+8(SB)/8, $0xffffffff0000ffff
+GLOBL scMaskHi<>(SB), RODATA|NOPTR, $16
+
 // func q8_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, np int, y *float32, rows int, tiles int, tstride int)
 // Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512_VNNI, CMOV, F16C, MMX+
 TEXT ·q8_0RowsAVX512(SB), NOSPLIT, $48-88
@@ -2805,11 +2863,8 @@ TEXT ·q8_0RowsAVX512(SB), NOSPLIT, $48-88
 	KMOVW        DI, K2
 	MOVL         $0x00000008, DI
 	KMOVW        DI, K3
-	VMOVDQU64    idxRed<>+0(SB), Z0
-	VMOVDQU64    idx01<>+0(SB), Y1
-	VMOVDQU64    idxT<>+0(SB), Y2
-	VPBROADCASTD c80x4<>+0(SB), Z3
-	VPXORD       Z4, Z4, Z4
+	VPBROADCASTD c80x4<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
 	MOVQ         $0x00000000, 32(SP)
 	MOVQ         codes+0(FP), DI
 	MOVQ         DI, 40(SP)
@@ -2849,12 +2904,15 @@ q8_0RowsAVX512_pfdone:
 	MOVQ R8, 40(SP)
 
 q8_0RowsAVX512_rows4:
-	CMPQ   16(SP), $0x04
-	JL     q8_0RowsAVX512_rowsdone
-	MOVQ   (SP), DI
-	MOVQ   8(SP), R8
-	XORQ   R9, R9
-	VXORPS X5, X5, X5
+	CMPQ      16(SP), $0x04
+	JL        q8_0RowsAVX512_rowsdone
+	MOVQ      (SP), DI
+	MOVQ      8(SP), R8
+	VMOVDQU64 idxRed<>+0(SB), Z2
+	VMOVDQU64 idx01<>+0(SB), Y3
+	VMOVDQU64 idxT<>+0(SB), Y4
+	XORQ      R9, R9
+	VMOVUPS   zero32<>+0(SB), X5
 
 q8_0RowsAVX512_rows4_pair:
 	MOVQ         40(SP), R10
@@ -2867,18 +2925,18 @@ q8_0RowsAVX512_rows4_pair:
 	LEAQ         (DI)(AX*2), R10
 	VMOVDQU64    (DX)(R9*8), Z6
 	VPXORD       Z7, Z7, Z7
-	VPDPBUSD     Z6, Z3, Z7
-	VPSUBD       Z7, Z4, Z8
-	VPXORD       (DI), Z3, Z9
+	VPDPBUSD     Z6, Z0, Z7
+	VPSUBD       Z7, Z1, Z8
+	VPXORD       (DI), Z0, Z9
 	VPDPBUSD     Z6, Z9, Z8
-	VPSUBD       Z7, Z4, Z9
-	VPXORD       (DI)(AX*1), Z3, Z11
+	VPSUBD       Z7, Z1, Z9
+	VPXORD       (DI)(AX*1), Z0, Z11
 	VPDPBUSD     Z6, Z11, Z9
-	VPSUBD       Z7, Z4, Z11
-	VPXORD       (DI)(AX*2), Z3, Z12
+	VPSUBD       Z7, Z1, Z11
+	VPXORD       (DI)(AX*2), Z0, Z12
 	VPDPBUSD     Z6, Z12, Z11
-	VPSUBD       Z7, Z4, Z12
-	VPXORD       (R10)(AX*1), Z3, Z13
+	VPSUBD       Z7, Z1, Z12
+	VPXORD       (R10)(AX*1), Z0, Z13
 	VPDPBUSD     Z6, Z13, Z12
 	VSHUFI64X2   $0x88, Z9, Z8, Z6
 	VSHUFI64X2   $0xdd, Z9, Z8, Z8
@@ -2891,7 +2949,7 @@ q8_0RowsAVX512_rows4_pair:
 	VPADDD       Z6, Z9, Z9
 	VPSHUFD      $0x4e, Z9, Z6
 	VPADDD       Z6, Z9, Z9
-	VPERMD       Z9, Z0, Z9
+	VPERMD       Z9, Z2, Z9
 	VCVTDQ2PS    Y9, Y6
 	VMOVD        (R8), X8
 	VPBROADCASTD (R8)(CX*1), K1, X8
@@ -2899,9 +2957,9 @@ q8_0RowsAVX512_rows4_pair:
 	LEAQ         (R8)(CX*2), R10
 	VPBROADCASTD (R10)(CX*1), K3, X8
 	VCVTPH2PS    X8, Y8
-	VPERMPS      Y8, Y2, Y8
+	VPERMPS      Y8, Y4, Y8
 	VMOVQ        (BX)(R9*1), X10
-	VPERMD       Y10, Y1, Y9
+	VPERMD       Y10, Y3, Y9
 	VMULPS       Y9, Y8, Y8
 	VMULPS       Y8, Y6, Y6
 	VADDPS       X6, X5, X5
@@ -2947,7 +3005,7 @@ q8_0RowsAVX512_rowsdone:
 
 // func q4_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, CMOV, F16C, MMX+
-TEXT ·q4_0RowsAVX512(SB), NOSPLIT, $48-96
+TEXT ·q4_0RowsAVX512(SB), NOSPLIT, $112-96
 	MOVQ         cstride+16(FP), AX
 	MOVQ         sstride+24(FP), CX
 	MOVQ         a+32(FP), DX
@@ -2961,16 +3019,26 @@ TEXT ·q4_0RowsAVX512(SB), NOSPLIT, $48-96
 	KMOVW        R8, K2
 	MOVL         $0x00000008, R8
 	KMOVW        R8, K3
-	VMOVDQU64    idxRed<>+0(SB), Z0
-	VMOVDQU64    idx01<>+0(SB), Y1
-	VMOVDQU64    idxT<>+0(SB), Y2
-	VMOVDQU64    idxRed8<>+0(SB), Z3
-	VMOVDQU64    idxST8<>+0(SB), Z4
-	VMOVDQU64    idxB8<>+0(SB), Z5
-	VPBROADCASTD c0Fx4<>+0(SB), Z6
-	MOVQ         $0x00000000, 32(SP)
+	VMOVDQU64    idxRed8<>+0(SB), Z0
+	VMOVDQU64    idxB8<>+0(SB), Z1
+	VPBROADCASTD c0Fx4<>+0(SB), Z2
+	MOVQ         $0x00000020, R8
+	CMPQ         DI, R8
+	CMOVQLT      DI, R8
+	SUBQ         $0x08, R8
+	LEAQ         scIdx<>+0(SB), R9
+	VMOVDQU64    (R9)(R8*8), Z3
+	VMOVDQU64    Z3, (SP)
+	SHRQ         $0x01, R8
+	LEAQ         scMaskLo<>+0(SB), R9
+	MOVL         (R9)(R8*1), R9
+	KMOVD        R9, K4
+	LEAQ         scMaskHi<>+0(SB), R9
+	MOVL         (R9)(R8*1), R9
+	KMOVD        R9, K5
+	MOVQ         $0x00000000, 96(SP)
 	MOVQ         codes+0(FP), R8
-	MOVQ         R8, 40(SP)
+	MOVQ         R8, 104(SP)
 
 q4_0RowsAVX512_tile:
 	MOVQ       scales+8(FP), R8
@@ -2983,15 +3051,15 @@ q4_0RowsAVX512_tile:
 	PREFETCHT0 384(R8)
 	PREFETCHT0 448(R8)
 	MOVQ       codes+0(FP), R8
-	MOVQ       R8, (SP)
+	MOVQ       R8, 64(SP)
 	MOVQ       scales+8(FP), R8
-	MOVQ       R8, 8(SP)
+	MOVQ       R8, 72(SP)
 	MOVQ       rows+72(FP), R8
-	MOVQ       R8, 16(SP)
+	MOVQ       R8, 80(SP)
 	MOVQ       y+64(FP), R8
-	MOVQ       R8, 24(SP)
+	MOVQ       R8, 88(SP)
 	MOVQ       codes+0(FP), R9
-	MOVQ       40(SP), R8
+	MOVQ       104(SP), R8
 	CMPQ       R8, R9
 	CMOVQLT    R9, R8
 	ADDQ       $0x00004000, R9
@@ -3004,200 +3072,311 @@ q4_0RowsAVX512_pf:
 	JMP        q4_0RowsAVX512_pf
 
 q4_0RowsAVX512_pfdone:
-	MOVQ R9, 40(SP)
+	MOVQ R9, 104(SP)
+	CMPQ DI, $0x20
+	JG   q4_0RowsAVX512_rows8
+
+q4_0RowsAVX512_rows8w:
+	CMPQ        80(SP), $0x08
+	JL          q4_0RowsAVX512_rows4
+	MOVQ        64(SP), R8
+	MOVQ        72(SP), R9
+	VMOVDQU16.Z (R9), K4, Z3
+	VMOVDQU16.Z 64(R9), K5, Z25
+	VMOVDQU64   (SP), Z26
+	XORQ        R9, R9
+	VMOVUPS     zero32<>+0(SB), Y13
+
+q4_0RowsAVX512_rows8w_pair:
+	MOVQ            104(SP), R10
+	PREFETCHT0      (R10)
+	PREFETCHT0      64(R10)
+	PREFETCHT0      128(R10)
+	PREFETCHT0      192(R10)
+	ADDQ            $0x00000100, R10
+	MOVQ            R10, 104(SP)
+	LEAQ            (R8)(AX*2), R10
+	LEAQ            (R8)(AX*4), R11
+	LEAQ            (R11)(AX*2), R12
+	VBROADCASTI64X4 (DX)(R9*8), Z27
+	VBROADCASTI64X4 32(DX)(R9*8), Z28
+	VMOVDQU64       (R8), Y4
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z4, Z4
+	VPSRLW          $0x04, Z4, Z29
+	VPANDD          Z2, Z4, Z4
+	VPANDD          Z2, Z29, Z29
+	VPXORD          Z5, Z5, Z5
+	VPDPBUSD        Z27, Z4, Z5
+	VPDPBUSD        Z28, Z29, Z5
+	VMOVDQU64       (R8)(AX*2), Y6
+	VINSERTI64X4    $0x01, (R10)(AX*1), Z6, Z6
+	VPSRLW          $0x04, Z6, Z29
+	VPANDD          Z2, Z6, Z6
+	VPANDD          Z2, Z29, Z29
+	VPXORD          Z7, Z7, Z7
+	VPDPBUSD        Z27, Z6, Z7
+	VPDPBUSD        Z28, Z29, Z7
+	VMOVDQU64       (R11), Y8
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z8, Z8
+	VPSRLW          $0x04, Z8, Z29
+	VPANDD          Z2, Z8, Z8
+	VPANDD          Z2, Z29, Z29
+	VPXORD          Z9, Z9, Z9
+	VPDPBUSD        Z27, Z8, Z9
+	VPDPBUSD        Z28, Z29, Z9
+	VMOVDQU64       (R11)(AX*2), Y10
+	VINSERTI64X4    $0x01, (R12)(AX*1), Z10, Z10
+	VPSRLW          $0x04, Z10, Z29
+	VPANDD          Z2, Z10, Z10
+	VPANDD          Z2, Z29, Z29
+	VPXORD          Z11, Z11, Z11
+	VPDPBUSD        Z27, Z10, Z11
+	VPDPBUSD        Z28, Z29, Z11
+	VPUNPCKLDQ      Z7, Z5, Z27
+	VPUNPCKHDQ      Z7, Z5, Z28
+	VPADDD          Z28, Z27, Z27
+	VPSHUFD         $0x4e, Z27, Z28
+	VPADDD          Z28, Z27, Z27
+	VPUNPCKLDQ      Z11, Z9, Z28
+	VPUNPCKHDQ      Z11, Z9, Z29
+	VPADDD          Z29, Z28, Z28
+	VPSHUFD         $0x4e, Z28, Z29
+	VPADDD          Z29, Z28, Z28
+	VPERMT2D        Z28, Z0, Z27
+	VMOVQ           (SI)(R9*1), X12
+	VPERMD          Z12, Z1, Z28
+	VPSLLD          $0x03, Z28, Z28
+	VPSUBD          Z28, Z27, Z27
+	VMOVDQU64       Z26, Z28
+	VPERMI2W        Z25, Z3, Z28
+	VPADDW          scTwo<>+0(SB), Z26, Z26
+	VCVTPH2PS       Y28, Z28
+	VCVTDQ2PS       Z27, Z27
+	VMOVQ           (BX)(R9*1), X12
+	VPERMD          Z12, Z1, Z29
+	VMULPS          Z29, Z28, Z28
+	VMULPS          Z28, Z27, Z27
+	VADDPS          Y27, Y13, Y13
+	VEXTRACTF64X4   $0x01, Z27, Y4
+	VADDPS          Y4, Y13, Y13
+	ADDQ            $0x20, R8
+	ADDQ            $0x08, R9
+	CMPQ            R9, DI
+	JL              q4_0RowsAVX512_rows8w_pair
+	MOVQ            88(SP), R8
+	CMPQ            96(SP), $0x00
+	JE              q4_0RowsAVX512_rows8w_store
+	VADDPS          (R8), Y13, Y13
+
+q4_0RowsAVX512_rows8w_store:
+	VMOVUPS Y13, (R8)
+	ADDQ    $0x20, R8
+	MOVQ    R8, 88(SP)
+	MOVQ    64(SP), R8
+	LEAQ    (R8)(AX*8), R8
+	MOVQ    R8, 64(SP)
+	MOVQ    72(SP), R8
+	LEAQ    (R8)(CX*8), R8
+	MOVQ    R8, 72(SP)
+	SUBQ    $0x08, 80(SP)
+	JMP     q4_0RowsAVX512_rows8w
 
 q4_0RowsAVX512_rows8:
-	CMPQ   16(SP), $0x08
-	JL     q4_0RowsAVX512_rows4
-	MOVQ   (SP), R8
-	MOVQ   8(SP), R9
-	XORQ   R10, R10
-	VXORPS Y7, Y7, Y7
+	CMPQ    80(SP), $0x08
+	JL      q4_0RowsAVX512_rows4
+	MOVQ    64(SP), R8
+	MOVQ    72(SP), R9
+	XORQ    R10, R10
+	VMOVUPS zero32<>+0(SB), Y4
 
 q4_0RowsAVX512_rows8_pair:
-	MOVQ            40(SP), R11
+	MOVQ            104(SP), R11
 	PREFETCHT0      (R11)
 	PREFETCHT0      64(R11)
 	PREFETCHT0      128(R11)
 	PREFETCHT0      192(R11)
 	ADDQ            $0x00000100, R11
-	MOVQ            R11, 40(SP)
+	MOVQ            R11, 104(SP)
 	LEAQ            (R8)(AX*2), R11
 	LEAQ            (R8)(AX*4), R12
 	LEAQ            (R12)(AX*2), R13
-	VBROADCASTI64X4 (DX)(R10*8), Z8
-	VBROADCASTI64X4 32(DX)(R10*8), Z9
-	VMOVDQU64       (R8), Y10
-	VINSERTI64X4    $0x01, (R8)(AX*1), Z10, Z10
-	VPSRLW          $0x04, Z10, Z11
-	VPANDD          Z6, Z10, Z10
-	VPANDD          Z6, Z11, Z11
-	VPXORD          Z12, Z12, Z12
-	VPDPBUSD        Z8, Z10, Z12
-	VPDPBUSD        Z9, Z11, Z12
-	VMOVDQU64       (R8)(AX*2), Y13
-	VINSERTI64X4    $0x01, (R11)(AX*1), Z13, Z13
-	VPSRLW          $0x04, Z13, Z11
-	VPANDD          Z6, Z13, Z13
-	VPANDD          Z6, Z11, Z11
+	VBROADCASTI64X4 (DX)(R10*8), Z3
+	VBROADCASTI64X4 32(DX)(R10*8), Z25
+	VMOVDQU64       (R8), Y13
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z13, Z13
+	VPSRLW          $0x04, Z13, Z26
+	VPANDD          Z2, Z13, Z13
+	VPANDD          Z2, Z26, Z26
 	VPXORD          Z14, Z14, Z14
-	VPDPBUSD        Z8, Z13, Z14
-	VPDPBUSD        Z9, Z11, Z14
-	VMOVDQU64       (R12), Y15
-	VINSERTI64X4    $0x01, (R12)(AX*1), Z15, Z15
-	VPSRLW          $0x04, Z15, Z11
-	VPANDD          Z6, Z15, Z15
-	VPANDD          Z6, Z11, Z11
+	VPDPBUSD        Z3, Z13, Z14
+	VPDPBUSD        Z25, Z26, Z14
+	VMOVDQU64       (R8)(AX*2), Y15
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z15, Z15
+	VPSRLW          $0x04, Z15, Z26
+	VPANDD          Z2, Z15, Z15
+	VPANDD          Z2, Z26, Z26
 	VPXORD          Z16, Z16, Z16
-	VPDPBUSD        Z8, Z15, Z16
-	VPDPBUSD        Z9, Z11, Z16
-	VMOVDQU64       (R12)(AX*2), Y17
-	VINSERTI64X4    $0x01, (R13)(AX*1), Z17, Z17
-	VPSRLW          $0x04, Z17, Z11
-	VPANDD          Z6, Z17, Z17
-	VPANDD          Z6, Z11, Z11
+	VPDPBUSD        Z3, Z15, Z16
+	VPDPBUSD        Z25, Z26, Z16
+	VMOVDQU64       (R12), Y17
+	VINSERTI64X4    $0x01, (R12)(AX*1), Z17, Z17
+	VPSRLW          $0x04, Z17, Z26
+	VPANDD          Z2, Z17, Z17
+	VPANDD          Z2, Z26, Z26
 	VPXORD          Z18, Z18, Z18
-	VPDPBUSD        Z8, Z17, Z18
-	VPDPBUSD        Z9, Z11, Z18
-	VPUNPCKLDQ      Z14, Z12, Z8
-	VPUNPCKHDQ      Z14, Z12, Z9
-	VPADDD          Z9, Z8, Z8
-	VPSHUFD         $0x4e, Z8, Z9
-	VPADDD          Z9, Z8, Z8
-	VPUNPCKLDQ      Z18, Z16, Z9
-	VPUNPCKHDQ      Z18, Z16, Z11
-	VPADDD          Z11, Z9, Z9
-	VPSHUFD         $0x4e, Z9, Z11
-	VPADDD          Z11, Z9, Z9
-	VPERMT2D        Z9, Z3, Z8
-	VMOVQ           (SI)(R10*1), X19
-	VPERMD          Z19, Z5, Z9
-	VPSLLD          $0x03, Z9, Z9
-	VPSUBD          Z9, Z8, Z8
-	VCVTDQ2PS       Z8, Z8
+	VPDPBUSD        Z3, Z17, Z18
+	VPDPBUSD        Z25, Z26, Z18
+	VMOVDQU64       (R12)(AX*2), Y19
+	VINSERTI64X4    $0x01, (R13)(AX*1), Z19, Z19
+	VPSRLW          $0x04, Z19, Z26
+	VPANDD          Z2, Z19, Z19
+	VPANDD          Z2, Z26, Z26
+	VPXORD          Z20, Z20, Z20
+	VPDPBUSD        Z3, Z19, Z20
+	VPDPBUSD        Z25, Z26, Z20
+	VPUNPCKLDQ      Z16, Z14, Z3
+	VPUNPCKHDQ      Z16, Z14, Z25
+	VPADDD          Z25, Z3, Z3
+	VPSHUFD         $0x4e, Z3, Z25
+	VPADDD          Z25, Z3, Z3
+	VPUNPCKLDQ      Z20, Z18, Z25
+	VPUNPCKHDQ      Z20, Z18, Z26
+	VPADDD          Z26, Z25, Z25
+	VPSHUFD         $0x4e, Z25, Z26
+	VPADDD          Z26, Z25, Z25
+	VPERMT2D        Z25, Z0, Z3
+	VMOVQ           (SI)(R10*1), X12
+	VPERMD          Z12, Z1, Z25
+	VPSLLD          $0x03, Z25, Z25
+	VPSUBD          Z25, Z3, Z3
 	LEAQ            (R9)(CX*4), R11
-	VMOVD           (R11), X9
-	VPBROADCASTD    (R11)(CX*1), K1, X9
-	VPBROADCASTD    (R11)(CX*2), K2, X9
+	VMOVD           (R11), X6
+	VPBROADCASTD    (R11)(CX*1), K1, X6
+	VPBROADCASTD    (R11)(CX*2), K2, X6
 	LEAQ            (R11)(CX*2), R11
-	VPBROADCASTD    (R11)(CX*1), K3, X9
-	VMOVD           (R9), X19
-	VPBROADCASTD    (R9)(CX*1), K1, X19
-	VPBROADCASTD    (R9)(CX*2), K2, X19
+	VPBROADCASTD    (R11)(CX*1), K3, X6
+	VMOVD           (R9), X12
+	VPBROADCASTD    (R9)(CX*1), K1, X12
+	VPBROADCASTD    (R9)(CX*2), K2, X12
 	LEAQ            (R9)(CX*2), R11
-	VPBROADCASTD    (R11)(CX*1), K3, X19
-	VINSERTI32X4    $0x01, X9, Y19, Y9
-	VCVTPH2PS       Y9, Z9
-	VPERMPS         Z9, Z4, Z9
-	VMOVQ           (BX)(R10*1), X19
-	VPERMD          Z19, Z5, Z11
-	VMULPS          Z11, Z9, Z9
-	VMULPS          Z9, Z8, Z8
-	VADDPS          Y8, Y7, Y7
-	VEXTRACTF64X4   $0x01, Z8, Y8
-	VADDPS          Y8, Y7, Y7
+	VPBROADCASTD    (R11)(CX*1), K3, X12
+	VINSERTI32X4    $0x01, X6, Y12, Y6
+	VCVTPH2PS       Y6, Z25
+	VMOVDQU64       idxST8<>+0(SB), Z26
+	VPERMPS         Z25, Z26, Z25
+	VCVTDQ2PS       Z3, Z3
+	VMOVQ           (BX)(R10*1), X12
+	VPERMD          Z12, Z1, Z26
+	VMULPS          Z26, Z25, Z25
+	VMULPS          Z25, Z3, Z3
+	VADDPS          Y3, Y4, Y4
+	VEXTRACTF64X4   $0x01, Z3, Y3
+	VADDPS          Y3, Y4, Y4
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
 	ADDQ            $0x08, R10
 	CMPQ            R10, DI
 	JL              q4_0RowsAVX512_rows8_pair
-	MOVQ            24(SP), R8
-	CMPQ            32(SP), $0x00
+	MOVQ            88(SP), R8
+	CMPQ            96(SP), $0x00
 	JE              q4_0RowsAVX512_rows8_store
-	VADDPS          (R8), Y7, Y7
+	VADDPS          (R8), Y4, Y4
 
 q4_0RowsAVX512_rows8_store:
-	VMOVUPS Y7, (R8)
+	VMOVUPS Y4, (R8)
 	ADDQ    $0x20, R8
-	MOVQ    R8, 24(SP)
-	MOVQ    (SP), R8
+	MOVQ    R8, 88(SP)
+	MOVQ    64(SP), R8
 	LEAQ    (R8)(AX*8), R8
-	MOVQ    R8, (SP)
-	MOVQ    8(SP), R8
+	MOVQ    R8, 64(SP)
+	MOVQ    72(SP), R8
 	LEAQ    (R8)(CX*8), R8
-	MOVQ    R8, 8(SP)
-	SUBQ    $0x08, 16(SP)
+	MOVQ    R8, 72(SP)
+	SUBQ    $0x08, 80(SP)
 	JMP     q4_0RowsAVX512_rows8
 
 q4_0RowsAVX512_rows4:
-	CMPQ   16(SP), $0x04
-	JL     q4_0RowsAVX512_rowsdone
-	MOVQ   (SP), R8
-	MOVQ   8(SP), R9
-	XORQ   R10, R10
-	VXORPS X10, X10, X10
+	CMPQ      80(SP), $0x04
+	JL        q4_0RowsAVX512_rowsdone
+	MOVQ      64(SP), R8
+	MOVQ      72(SP), R9
+	VMOVDQU64 idxRed<>+0(SB), Z3
+	VMOVDQU64 idx01<>+0(SB), Y4
+	VMOVDQU64 idxT<>+0(SB), Y6
+	XORQ      R10, R10
+	VMOVUPS   zero32<>+0(SB), X8
 
 q4_0RowsAVX512_rows4_pair:
-	MOVQ            40(SP), R11
+	MOVQ            104(SP), R11
 	PREFETCHT0      (R11)
 	PREFETCHT0      64(R11)
 	ADDQ            $0x00000080, R11
-	MOVQ            R11, 40(SP)
+	MOVQ            R11, 104(SP)
 	LEAQ            (R8)(AX*2), R11
-	VBROADCASTI64X4 (DX)(R10*8), Z8
-	VBROADCASTI64X4 32(DX)(R10*8), Z9
-	VMOVDQU64       (R8), Y7
-	VINSERTI64X4    $0x01, (R8)(AX*1), Z7, Z7
-	VPSRLW          $0x04, Z7, Z11
-	VPANDD          Z6, Z7, Z7
-	VPANDD          Z6, Z11, Z11
-	VPXORD          Z20, Z20, Z20
-	VPDPBUSD        Z8, Z7, Z20
-	VPDPBUSD        Z9, Z11, Z20
-	VMOVDQU64       (R8)(AX*2), Y22
-	VINSERTI64X4    $0x01, (R11)(AX*1), Z22, Z22
-	VPSRLW          $0x04, Z22, Z11
-	VPANDD          Z6, Z22, Z22
-	VPANDD          Z6, Z11, Z11
-	VPXORD          Z21, Z21, Z21
-	VPDPBUSD        Z8, Z22, Z21
-	VPDPBUSD        Z9, Z11, Z21
-	VPUNPCKLDQ      Z21, Z20, Z8
-	VPUNPCKHDQ      Z21, Z20, Z9
-	VPADDD          Z9, Z8, Z8
-	VPSHUFD         $0x4e, Z8, Z9
-	VPADDD          Z9, Z8, Z8
-	VPERMD          Z8, Z0, Z8
-	VMOVQ           (SI)(R10*1), X19
-	VPERMD          Y19, Y1, Y7
-	VPSLLD          $0x03, Y7, Y7
-	VPSUBD          Y7, Y8, Y8
-	VCVTDQ2PS       Y8, Y7
-	VMOVD           (R9), X8
-	VPBROADCASTD    (R9)(CX*1), K1, X8
-	VPBROADCASTD    (R9)(CX*2), K2, X8
+	VBROADCASTI64X4 (DX)(R10*8), Z25
+	VBROADCASTI64X4 32(DX)(R10*8), Z26
+	VMOVDQU64       (R8), Y21
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z21, Z21
+	VPSRLW          $0x04, Z21, Z27
+	VPANDD          Z2, Z21, Z21
+	VPANDD          Z2, Z27, Z27
+	VPXORD          Z22, Z22, Z22
+	VPDPBUSD        Z25, Z21, Z22
+	VPDPBUSD        Z26, Z27, Z22
+	VMOVDQU64       (R8)(AX*2), Y23
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z23, Z23
+	VPSRLW          $0x04, Z23, Z27
+	VPANDD          Z2, Z23, Z23
+	VPANDD          Z2, Z27, Z27
+	VPXORD          Z24, Z24, Z24
+	VPDPBUSD        Z25, Z23, Z24
+	VPDPBUSD        Z26, Z27, Z24
+	VPUNPCKLDQ      Z24, Z22, Z25
+	VPUNPCKHDQ      Z24, Z22, Z26
+	VPADDD          Z26, Z25, Z25
+	VPSHUFD         $0x4e, Z25, Z26
+	VPADDD          Z26, Z25, Z25
+	VPERMD          Z25, Z3, Z25
+	VMOVQ           (SI)(R10*1), X12
+	VPERMD          Y12, Y4, Y10
+	VPSLLD          $0x03, Y10, Y10
+	VPSUBD          Y10, Y25, Y25
+	VCVTDQ2PS       Y25, Y10
+	VMOVD           (R9), X12
+	VPBROADCASTD    (R9)(CX*1), K1, X12
+	VPBROADCASTD    (R9)(CX*2), K2, X12
 	LEAQ            (R9)(CX*2), R11
-	VPBROADCASTD    (R11)(CX*1), K3, X8
-	VCVTPH2PS       X8, Y8
-	VPERMPS         Y8, Y2, Y8
-	VMOVQ           (BX)(R10*1), X19
-	VPERMD          Y19, Y1, Y9
-	VMULPS          Y9, Y8, Y8
-	VMULPS          Y8, Y7, Y7
-	VADDPS          X7, X10, X10
-	VEXTRACTF128    $0x01, Y7, X7
-	VADDPS          X7, X10, X10
+	VPBROADCASTD    (R11)(CX*1), K3, X12
+	VCVTPH2PS       X12, Y13
+	VPERMPS         Y13, Y6, Y13
+	VMOVQ           (BX)(R10*1), X12
+	VPERMD          Y12, Y4, Y15
+	VMULPS          Y15, Y13, Y13
+	VMULPS          Y13, Y10, Y10
+	VADDPS          X10, X8, X8
+	VEXTRACTF128    $0x01, Y10, X10
+	VADDPS          X10, X8, X8
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
 	ADDQ            $0x08, R10
 	CMPQ            R10, DI
 	JL              q4_0RowsAVX512_rows4_pair
-	MOVQ            24(SP), R8
-	CMPQ            32(SP), $0x00
+	MOVQ            88(SP), R8
+	CMPQ            96(SP), $0x00
 	JE              q4_0RowsAVX512_rows4_store
-	VADDPS          (R8), X10, X10
+	VADDPS          (R8), X8, X8
 
 q4_0RowsAVX512_rows4_store:
-	VMOVUPS X10, (R8)
+	VMOVUPS X8, (R8)
 	ADDQ    $0x10, R8
-	MOVQ    R8, 24(SP)
-	MOVQ    (SP), R8
+	MOVQ    R8, 88(SP)
+	MOVQ    64(SP), R8
 	LEAQ    (R8)(AX*4), R8
-	MOVQ    R8, (SP)
-	MOVQ    8(SP), R8
+	MOVQ    R8, 64(SP)
+	MOVQ    72(SP), R8
 	LEAQ    (R8)(CX*4), R8
-	MOVQ    R8, 8(SP)
-	SUBQ    $0x04, 16(SP)
+	MOVQ    R8, 72(SP)
+	SUBQ    $0x04, 80(SP)
 	JMP     q4_0RowsAVX512_rows4
 
 q4_0RowsAVX512_rowsdone:
@@ -3210,7 +3389,7 @@ q4_0RowsAVX512_rowsdone:
 	LEAQ (DX)(DI*8), DX
 	ADDQ DI, BX
 	ADDQ DI, SI
-	MOVQ $0x00000001, 32(SP)
+	MOVQ $0x00000001, 96(SP)
 	DECQ tiles+80(FP)
 	JNZ  q4_0RowsAVX512_tile
 	VZEROUPPER
@@ -3233,17 +3412,14 @@ TEXT ·q5_0RowsAVX512(SB), NOSPLIT, $56-112
 	KMOVW        R9, K2
 	MOVL         $0x00000008, R9
 	KMOVW        R9, K3
-	VMOVDQU64    idxRed<>+0(SB), Z0
-	VMOVDQU64    idx01<>+0(SB), Y1
-	VMOVDQU64    idxT<>+0(SB), Y2
-	VMOVDQU64    idxRed8<>+0(SB), Z3
-	VMOVDQU64    idxST8<>+0(SB), Z4
-	VMOVDQU64    idxB8<>+0(SB), Z5
-	VPBROADCASTD c0Fx4<>+0(SB), Z6
-	VMOVDQU64    hShufZ<>+0(SB), Z7
-	VPBROADCASTD c10x4<>+0(SB), Z9
-	VMOVDQU64    hBitLo<>+0(SB), Z8
-	VMOVDQU64    hBitHi<>+0(SB), Z10
+	VMOVDQU64    idxST8<>+0(SB), Z2
+	VMOVDQU64    idxRed8<>+0(SB), Z0
+	VMOVDQU64    idxB8<>+0(SB), Z1
+	VPBROADCASTD c0Fx4<>+0(SB), Z3
+	VMOVDQU64    hShufZ<>+0(SB), Z4
+	VPBROADCASTD c10x4<>+0(SB), Z6
+	VMOVDQU64    hBitLo<>+0(SB), Z5
+	VMOVDQU64    hBitHi<>+0(SB), Z7
 	MOVL         $0x000000f0, R9
 	KMOVW        R9, K4
 	MOVQ         $0x00000000, 40(SP)
@@ -3296,13 +3472,13 @@ q5_0RowsAVX512_pfdone:
 	MOVQ R10, 48(SP)
 
 q5_0RowsAVX512_rows8:
-	CMPQ   24(SP), $0x08
-	JL     q5_0RowsAVX512_rows4
-	MOVQ   (SP), R9
-	MOVQ   8(SP), R10
-	MOVQ   16(SP), R11
-	XORQ   R12, R12
-	VXORPS Y11, Y11, Y11
+	CMPQ    24(SP), $0x08
+	JL      q5_0RowsAVX512_rows4
+	MOVQ    (SP), R9
+	MOVQ    8(SP), R10
+	MOVQ    16(SP), R11
+	XORQ    R12, R12
+	VMOVUPS zero32<>+0(SB), Y8
 
 q5_0RowsAVX512_rows8_pair:
 	MOVQ            48(SP), R13
@@ -3315,111 +3491,111 @@ q5_0RowsAVX512_rows8_pair:
 	LEAQ            (R9)(AX*2), R13
 	LEAQ            (R9)(AX*4), R14
 	LEAQ            (R14)(AX*2), R15
-	VBROADCASTI64X4 (BX)(R12*8), Z12
-	VBROADCASTI64X4 32(BX)(R12*8), Z13
-	VMOVDQU64       (R9), Y14
-	VINSERTI64X4    $0x01, (R9)(AX*1), Z14, Z14
-	VPSRLW          $0x04, Z14, Z15
-	VPANDD          Z6, Z14, Z14
-	VPANDD          Z6, Z15, Z15
-	VPBROADCASTQ    (R11), Z16
-	VPBROADCASTQ    (R11)(DX*1), K4, Z16
-	VPSHUFB         Z7, Z16, Z16
-	VPTESTMB        Z8, Z16, K5
-	VPADDB          Z9, Z14, K5, Z14
-	VPTESTMB        Z10, Z16, K5
-	VPADDB          Z9, Z15, K5, Z15
-	VPXORD          Z17, Z17, Z17
-	VPDPBUSD        Z12, Z14, Z17
-	VPDPBUSD        Z13, Z15, Z17
-	VMOVDQU64       (R9)(AX*2), Y18
-	VINSERTI64X4    $0x01, (R13)(AX*1), Z18, Z18
-	VPSRLW          $0x04, Z18, Z15
-	VPANDD          Z6, Z18, Z18
-	VPANDD          Z6, Z15, Z15
-	VPBROADCASTQ    (R11)(DX*2), Z16
+	VBROADCASTI64X4 (BX)(R12*8), Z9
+	VBROADCASTI64X4 32(BX)(R12*8), Z10
+	VMOVDQU64       (R9), Y11
+	VINSERTI64X4    $0x01, (R9)(AX*1), Z11, Z11
+	VPSRLW          $0x04, Z11, Z12
+	VPANDD          Z3, Z11, Z11
+	VPANDD          Z3, Z12, Z12
+	VPBROADCASTQ    (R11), Z13
+	VPBROADCASTQ    (R11)(DX*1), K4, Z13
+	VPSHUFB         Z4, Z13, Z13
+	VPTESTMB        Z5, Z13, K5
+	VPADDB          Z6, Z11, K5, Z11
+	VPTESTMB        Z7, Z13, K5
+	VPADDB          Z6, Z12, K5, Z12
+	VPXORD          Z14, Z14, Z14
+	VPDPBUSD        Z9, Z11, Z14
+	VPDPBUSD        Z10, Z12, Z14
+	VMOVDQU64       (R9)(AX*2), Y15
+	VINSERTI64X4    $0x01, (R13)(AX*1), Z15, Z15
+	VPSRLW          $0x04, Z15, Z12
+	VPANDD          Z3, Z15, Z15
+	VPANDD          Z3, Z12, Z12
+	VPBROADCASTQ    (R11)(DX*2), Z13
 	LEAQ            (R11)(DX*2), R13
-	VPBROADCASTQ    (R13)(DX*1), K4, Z16
-	VPSHUFB         Z7, Z16, Z16
-	VPTESTMB        Z8, Z16, K5
-	VPADDB          Z9, Z18, K5, Z18
-	VPTESTMB        Z10, Z16, K5
-	VPADDB          Z9, Z15, K5, Z15
-	VPXORD          Z19, Z19, Z19
-	VPDPBUSD        Z12, Z18, Z19
-	VPDPBUSD        Z13, Z15, Z19
-	VMOVDQU64       (R14), Y20
-	VINSERTI64X4    $0x01, (R14)(AX*1), Z20, Z20
-	VPSRLW          $0x04, Z20, Z15
-	VPANDD          Z6, Z20, Z20
-	VPANDD          Z6, Z15, Z15
+	VPBROADCASTQ    (R13)(DX*1), K4, Z13
+	VPSHUFB         Z4, Z13, Z13
+	VPTESTMB        Z5, Z13, K5
+	VPADDB          Z6, Z15, K5, Z15
+	VPTESTMB        Z7, Z13, K5
+	VPADDB          Z6, Z12, K5, Z12
+	VPXORD          Z16, Z16, Z16
+	VPDPBUSD        Z9, Z15, Z16
+	VPDPBUSD        Z10, Z12, Z16
+	VMOVDQU64       (R14), Y17
+	VINSERTI64X4    $0x01, (R14)(AX*1), Z17, Z17
+	VPSRLW          $0x04, Z17, Z12
+	VPANDD          Z3, Z17, Z17
+	VPANDD          Z3, Z12, Z12
 	LEAQ            (R11)(DX*4), R13
-	VPBROADCASTQ    (R13), Z16
+	VPBROADCASTQ    (R13), Z13
 	LEAQ            (R11)(DX*4), R13
-	VPBROADCASTQ    (R13)(DX*1), K4, Z16
-	VPSHUFB         Z7, Z16, Z16
-	VPTESTMB        Z8, Z16, K5
-	VPADDB          Z9, Z20, K5, Z20
-	VPTESTMB        Z10, Z16, K5
-	VPADDB          Z9, Z15, K5, Z15
-	VPXORD          Z21, Z21, Z21
-	VPDPBUSD        Z12, Z20, Z21
-	VPDPBUSD        Z13, Z15, Z21
-	VMOVDQU64       (R14)(AX*2), Y22
-	VINSERTI64X4    $0x01, (R15)(AX*1), Z22, Z22
-	VPSRLW          $0x04, Z22, Z15
-	VPANDD          Z6, Z22, Z22
-	VPANDD          Z6, Z15, Z15
+	VPBROADCASTQ    (R13)(DX*1), K4, Z13
+	VPSHUFB         Z4, Z13, Z13
+	VPTESTMB        Z5, Z13, K5
+	VPADDB          Z6, Z17, K5, Z17
+	VPTESTMB        Z7, Z13, K5
+	VPADDB          Z6, Z12, K5, Z12
+	VPXORD          Z18, Z18, Z18
+	VPDPBUSD        Z9, Z17, Z18
+	VPDPBUSD        Z10, Z12, Z18
+	VMOVDQU64       (R14)(AX*2), Y19
+	VINSERTI64X4    $0x01, (R15)(AX*1), Z19, Z19
+	VPSRLW          $0x04, Z19, Z12
+	VPANDD          Z3, Z19, Z19
+	VPANDD          Z3, Z12, Z12
 	LEAQ            (R11)(DX*4), R13
-	VPBROADCASTQ    (R13)(DX*2), Z16
+	VPBROADCASTQ    (R13)(DX*2), Z13
 	LEAQ            (R11)(DX*4), R13
 	LEAQ            (R13)(DX*2), R13
-	VPBROADCASTQ    (R13)(DX*1), K4, Z16
-	VPSHUFB         Z7, Z16, Z16
-	VPTESTMB        Z8, Z16, K5
-	VPADDB          Z9, Z22, K5, Z22
-	VPTESTMB        Z10, Z16, K5
-	VPADDB          Z9, Z15, K5, Z15
-	VPXORD          Z23, Z23, Z23
-	VPDPBUSD        Z12, Z22, Z23
-	VPDPBUSD        Z13, Z15, Z23
-	VPUNPCKLDQ      Z19, Z17, Z12
-	VPUNPCKHDQ      Z19, Z17, Z13
-	VPADDD          Z13, Z12, Z12
-	VPSHUFD         $0x4e, Z12, Z13
-	VPADDD          Z13, Z12, Z12
-	VPUNPCKLDQ      Z23, Z21, Z13
-	VPUNPCKHDQ      Z23, Z21, Z15
-	VPADDD          Z15, Z13, Z13
-	VPSHUFD         $0x4e, Z13, Z15
-	VPADDD          Z15, Z13, Z13
-	VPERMT2D        Z13, Z3, Z12
-	VMOVQ           (DI)(R12*1), X24
-	VPERMD          Z24, Z5, Z13
-	VPSLLD          $0x04, Z13, Z13
-	VPSUBD          Z13, Z12, Z12
-	VCVTDQ2PS       Z12, Z12
+	VPBROADCASTQ    (R13)(DX*1), K4, Z13
+	VPSHUFB         Z4, Z13, Z13
+	VPTESTMB        Z5, Z13, K5
+	VPADDB          Z6, Z19, K5, Z19
+	VPTESTMB        Z7, Z13, K5
+	VPADDB          Z6, Z12, K5, Z12
+	VPXORD          Z20, Z20, Z20
+	VPDPBUSD        Z9, Z19, Z20
+	VPDPBUSD        Z10, Z12, Z20
+	VPUNPCKLDQ      Z16, Z14, Z9
+	VPUNPCKHDQ      Z16, Z14, Z10
+	VPADDD          Z10, Z9, Z9
+	VPSHUFD         $0x4e, Z9, Z10
+	VPADDD          Z10, Z9, Z9
+	VPUNPCKLDQ      Z20, Z18, Z10
+	VPUNPCKHDQ      Z20, Z18, Z12
+	VPADDD          Z12, Z10, Z10
+	VPSHUFD         $0x4e, Z10, Z12
+	VPADDD          Z12, Z10, Z10
+	VPERMT2D        Z10, Z0, Z9
+	VMOVQ           (DI)(R12*1), X21
+	VPERMD          Z21, Z1, Z10
+	VPSLLD          $0x04, Z10, Z10
+	VPSUBD          Z10, Z9, Z9
 	LEAQ            (R10)(CX*4), R13
-	VMOVD           (R13), X13
-	VPBROADCASTD    (R13)(CX*1), K1, X13
-	VPBROADCASTD    (R13)(CX*2), K2, X13
+	VMOVD           (R13), X10
+	VPBROADCASTD    (R13)(CX*1), K1, X10
+	VPBROADCASTD    (R13)(CX*2), K2, X10
 	LEAQ            (R13)(CX*2), R13
-	VPBROADCASTD    (R13)(CX*1), K3, X13
-	VMOVD           (R10), X24
-	VPBROADCASTD    (R10)(CX*1), K1, X24
-	VPBROADCASTD    (R10)(CX*2), K2, X24
+	VPBROADCASTD    (R13)(CX*1), K3, X10
+	VMOVD           (R10), X21
+	VPBROADCASTD    (R10)(CX*1), K1, X21
+	VPBROADCASTD    (R10)(CX*2), K2, X21
 	LEAQ            (R10)(CX*2), R13
-	VPBROADCASTD    (R13)(CX*1), K3, X24
-	VINSERTI32X4    $0x01, X13, Y24, Y13
-	VCVTPH2PS       Y13, Z13
-	VPERMPS         Z13, Z4, Z13
-	VMOVQ           (SI)(R12*1), X24
-	VPERMD          Z24, Z5, Z15
-	VMULPS          Z15, Z13, Z13
-	VMULPS          Z13, Z12, Z12
-	VADDPS          Y12, Y11, Y11
-	VEXTRACTF64X4   $0x01, Z12, Y12
-	VADDPS          Y12, Y11, Y11
+	VPBROADCASTD    (R13)(CX*1), K3, X21
+	VINSERTI32X4    $0x01, X10, Y21, Y10
+	VCVTPH2PS       Y10, Z10
+	VPERMPS         Z10, Z2, Z10
+	VCVTDQ2PS       Z9, Z9
+	VMOVQ           (SI)(R12*1), X21
+	VPERMD          Z21, Z1, Z12
+	VMULPS          Z12, Z10, Z10
+	VMULPS          Z10, Z9, Z9
+	VADDPS          Y9, Y8, Y8
+	VEXTRACTF64X4   $0x01, Z9, Y9
+	VADDPS          Y9, Y8, Y8
 	ADDQ            $0x20, R9
 	ADDQ            $0x04, R10
 	ADDQ            $0x08, R11
@@ -3429,10 +3605,10 @@ q5_0RowsAVX512_rows8_pair:
 	MOVQ            32(SP), R9
 	CMPQ            40(SP), $0x00
 	JE              q5_0RowsAVX512_rows8_store
-	VADDPS          (R9), Y11, Y11
+	VADDPS          (R9), Y8, Y8
 
 q5_0RowsAVX512_rows8_store:
-	VMOVUPS Y11, (R9)
+	VMOVUPS Y8, (R9)
 	ADDQ    $0x20, R9
 	MOVQ    R9, 32(SP)
 	MOVQ    (SP), R9
@@ -3448,13 +3624,16 @@ q5_0RowsAVX512_rows8_store:
 	JMP     q5_0RowsAVX512_rows8
 
 q5_0RowsAVX512_rows4:
-	CMPQ   24(SP), $0x04
-	JL     q5_0RowsAVX512_rowsdone
-	MOVQ   (SP), R9
-	MOVQ   8(SP), R10
-	MOVQ   16(SP), R11
-	XORQ   R12, R12
-	VXORPS X14, X14, X14
+	CMPQ      24(SP), $0x04
+	JL        q5_0RowsAVX512_rowsdone
+	MOVQ      (SP), R9
+	MOVQ      8(SP), R10
+	VMOVDQU64 idxRed<>+0(SB), Z9
+	VMOVDQU64 idx01<>+0(SB), Y11
+	VMOVDQU64 idxT<>+0(SB), Y15
+	MOVQ      16(SP), R11
+	XORQ      R12, R12
+	VMOVUPS   zero32<>+0(SB), X17
 
 q5_0RowsAVX512_rows4_pair:
 	MOVQ            48(SP), R13
@@ -3463,64 +3642,64 @@ q5_0RowsAVX512_rows4_pair:
 	ADDQ            $0x00000080, R13
 	MOVQ            R13, 48(SP)
 	LEAQ            (R9)(AX*2), R13
-	VBROADCASTI64X4 (BX)(R12*8), Z12
-	VBROADCASTI64X4 32(BX)(R12*8), Z13
-	VMOVDQU64       (R9), Y11
-	VINSERTI64X4    $0x01, (R9)(AX*1), Z11, Z11
-	VPSRLW          $0x04, Z11, Z15
-	VPANDD          Z6, Z11, Z11
-	VPANDD          Z6, Z15, Z15
-	VPBROADCASTQ    (R11), Z16
-	VPBROADCASTQ    (R11)(DX*1), K4, Z16
-	VPSHUFB         Z7, Z16, Z16
-	VPTESTMB        Z8, Z16, K5
-	VPADDB          Z9, Z11, K5, Z11
-	VPTESTMB        Z10, Z16, K5
-	VPADDB          Z9, Z15, K5, Z15
-	VPXORD          Z25, Z25, Z25
-	VPDPBUSD        Z12, Z11, Z25
-	VPDPBUSD        Z13, Z15, Z25
-	VMOVDQU64       (R9)(AX*2), Y27
-	VINSERTI64X4    $0x01, (R13)(AX*1), Z27, Z27
-	VPSRLW          $0x04, Z27, Z15
-	VPANDD          Z6, Z27, Z27
-	VPANDD          Z6, Z15, Z15
-	VPBROADCASTQ    (R11)(DX*2), Z16
+	VBROADCASTI64X4 (BX)(R12*8), Z10
+	VBROADCASTI64X4 32(BX)(R12*8), Z12
+	VMOVDQU64       (R9), Y8
+	VINSERTI64X4    $0x01, (R9)(AX*1), Z8, Z8
+	VPSRLW          $0x04, Z8, Z13
+	VPANDD          Z3, Z8, Z8
+	VPANDD          Z3, Z13, Z13
+	VPBROADCASTQ    (R11), Z25
+	VPBROADCASTQ    (R11)(DX*1), K4, Z25
+	VPSHUFB         Z4, Z25, Z25
+	VPTESTMB        Z5, Z25, K5
+	VPADDB          Z6, Z8, K5, Z8
+	VPTESTMB        Z7, Z25, K5
+	VPADDB          Z6, Z13, K5, Z13
+	VPXORD          Z22, Z22, Z22
+	VPDPBUSD        Z10, Z8, Z22
+	VPDPBUSD        Z12, Z13, Z22
+	VMOVDQU64       (R9)(AX*2), Y24
+	VINSERTI64X4    $0x01, (R13)(AX*1), Z24, Z24
+	VPSRLW          $0x04, Z24, Z13
+	VPANDD          Z3, Z24, Z24
+	VPANDD          Z3, Z13, Z13
+	VPBROADCASTQ    (R11)(DX*2), Z25
 	LEAQ            (R11)(DX*2), R13
-	VPBROADCASTQ    (R13)(DX*1), K4, Z16
-	VPSHUFB         Z7, Z16, Z16
-	VPTESTMB        Z8, Z16, K5
-	VPADDB          Z9, Z27, K5, Z27
-	VPTESTMB        Z10, Z16, K5
-	VPADDB          Z9, Z15, K5, Z15
-	VPXORD          Z26, Z26, Z26
-	VPDPBUSD        Z12, Z27, Z26
-	VPDPBUSD        Z13, Z15, Z26
-	VPUNPCKLDQ      Z26, Z25, Z12
-	VPUNPCKHDQ      Z26, Z25, Z13
-	VPADDD          Z13, Z12, Z12
-	VPSHUFD         $0x4e, Z12, Z13
-	VPADDD          Z13, Z12, Z12
-	VPERMD          Z12, Z0, Z12
-	VMOVQ           (DI)(R12*1), X24
-	VPERMD          Y24, Y1, Y11
-	VPSLLD          $0x04, Y11, Y11
-	VPSUBD          Y11, Y12, Y12
-	VCVTDQ2PS       Y12, Y11
-	VMOVD           (R10), X12
-	VPBROADCASTD    (R10)(CX*1), K1, X12
-	VPBROADCASTD    (R10)(CX*2), K2, X12
+	VPBROADCASTQ    (R13)(DX*1), K4, Z25
+	VPSHUFB         Z4, Z25, Z25
+	VPTESTMB        Z5, Z25, K5
+	VPADDB          Z6, Z24, K5, Z24
+	VPTESTMB        Z7, Z25, K5
+	VPADDB          Z6, Z13, K5, Z13
+	VPXORD          Z23, Z23, Z23
+	VPDPBUSD        Z10, Z24, Z23
+	VPDPBUSD        Z12, Z13, Z23
+	VPUNPCKLDQ      Z23, Z22, Z10
+	VPUNPCKHDQ      Z23, Z22, Z12
+	VPADDD          Z12, Z10, Z10
+	VPSHUFD         $0x4e, Z10, Z12
+	VPADDD          Z12, Z10, Z10
+	VPERMD          Z10, Z9, Z10
+	VMOVQ           (DI)(R12*1), X21
+	VPERMD          Y21, Y11, Y8
+	VPSLLD          $0x04, Y8, Y8
+	VPSUBD          Y8, Y10, Y10
+	VCVTDQ2PS       Y10, Y8
+	VMOVD           (R10), X10
+	VPBROADCASTD    (R10)(CX*1), K1, X10
+	VPBROADCASTD    (R10)(CX*2), K2, X10
 	LEAQ            (R10)(CX*2), R13
-	VPBROADCASTD    (R13)(CX*1), K3, X12
-	VCVTPH2PS       X12, Y12
-	VPERMPS         Y12, Y2, Y12
-	VMOVQ           (SI)(R12*1), X24
-	VPERMD          Y24, Y1, Y13
-	VMULPS          Y13, Y12, Y12
-	VMULPS          Y12, Y11, Y11
-	VADDPS          X11, X14, X14
-	VEXTRACTF128    $0x01, Y11, X11
-	VADDPS          X11, X14, X14
+	VPBROADCASTD    (R13)(CX*1), K3, X10
+	VCVTPH2PS       X10, Y10
+	VPERMPS         Y10, Y15, Y10
+	VMOVQ           (SI)(R12*1), X21
+	VPERMD          Y21, Y11, Y12
+	VMULPS          Y12, Y10, Y10
+	VMULPS          Y10, Y8, Y8
+	VADDPS          X8, X17, X17
+	VEXTRACTF128    $0x01, Y8, X8
+	VADDPS          X8, X17, X17
 	ADDQ            $0x20, R9
 	ADDQ            $0x04, R10
 	ADDQ            $0x08, R11
@@ -3530,10 +3709,10 @@ q5_0RowsAVX512_rows4_pair:
 	MOVQ            32(SP), R9
 	CMPQ            40(SP), $0x00
 	JE              q5_0RowsAVX512_rows4_store
-	VADDPS          (R9), X14, X14
+	VADDPS          (R9), X17, X17
 
 q5_0RowsAVX512_rows4_store:
-	VMOVUPS X14, (R9)
+	VMOVUPS X17, (R9)
 	ADDQ    $0x10, R9
 	MOVQ    R9, 32(SP)
 	MOVQ    (SP), R9

@@ -112,6 +112,11 @@ func vecShapes(t planar.Type) []planar.Geometry {
 		{Type: t, N: 300, K: 9 * u, Columns: 8, KTile: 3 * u},
 		// More K-tiles than one run of a GEMM panel holds (gemmChunk).
 		{Type: t, N: 9, K: 40 * u, Columns: 2, KTile: u},
+		// Tiles of 4 and 5 units: Q4_0's eight-row step takes the
+		// scales of tiles up to 256 (4 pairs) by permutes, longer ones
+		// by broadcasts.
+		{Type: t, N: 45, K: 8 * u, Columns: 2, KTile: 4 * u},
+		{Type: t, N: 27, K: 10 * u, Columns: 1, KTile: 5 * u},
 	}
 }
 

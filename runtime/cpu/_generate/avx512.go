@@ -61,6 +61,13 @@ var (
 	// 256 bits, the second in the high ones.
 	hShufZ, hShufKZ, hBitLo, hBitHi, hBitLH Mem
 	c10x4                                   Mem
+	// Q4_0, Q5_0 eight rows, K-tiles of np = 1..4 pairs: the rows' scales
+	// of a tile (8*4np bytes, row i's at 4np*i) are loaded once a step
+	// into two zmm (masked: scMaskLo/Hi[np-1], int32 word masks), and
+	// word L of scIdx[np-1] (+2 per pair) picks f16 L%8 of block L/8 of
+	// the pair: [A r0..7 | B r0..7]. scTwo is 32 words of 2.
+	scIdx, scMaskLo, scMaskHi, scTwo Mem
+	zero32                           Mem // 32 zero bytes
 )
 
 func constants512() {
@@ -107,6 +114,19 @@ func constants512() {
 		}
 		wIdxZ[jj] = table(fmt.Sprintf("wIdxZ%d", jj), b)
 	}
+	idx, two := make([]byte, 4*64), make([]byte, 64)
+	for np := 1; np <= 4; np++ {
+		for L := 0; L < 16; L++ {
+			idx[64*(np-1)+2*L] = byte(L%8*2*np + L/8)
+		}
+	}
+	for i := 0; i < 32; i++ {
+		two[2*i] = 2
+	}
+	scIdx, scTwo = table("scIdx", idx), table("scTwo", two)
+	zero32 = table("zero32", make([]byte, 32))
+	scMaskLo = table("scMaskLo", i32(0xffff, 0xffffffff, 0xffffffff, 0xffffffff))
+	scMaskHi = table("scMaskHi", i32(0, 0, 0xffff, 0xffffffff))
 }
 
 // vnni emits the AVX512_VNNI instruction op s, u, acc.
@@ -191,8 +211,11 @@ type consts512 struct {
 	km                  [3]Register // gather4z's masks
 }
 
-func loadConsts512() consts512 {
-	c := consts512{ZMM(), YMM(), YMM(), gatherMasks()}
+func loadConsts512() consts512 { return loadConsts512With(gatherMasks()) }
+
+// loadConsts512With loads the vectors of consts512 and takes the masks km.
+func loadConsts512With(km [3]Register) consts512 {
+	c := consts512{ZMM(), YMM(), YMM(), km}
 	VMOVDQU64(idxRed, c.idxRed)
 	VMOVDQU64(idx01, c.idx01)
 	VMOVDQU64(idxT, c.idxT)
@@ -300,12 +323,20 @@ func rows32x512(name string, q8, q5 bool) {
 	if q5 {
 		bias = 4 // w = q-16
 	}
-	c := loadConsts512()
-	var red8, sT8, b8 VecVirtual // the eight-row step's permutations
+	// The four-row step's constants are loaded at its start (c below):
+	// kept in registers over the whole kernel they leave the eight-row
+	// steps too few.
+	km := gatherMasks()
+	wide := !q8 && !q5           // Q4_0 has rows8w (below)
+	var red8, sT8, b8 VecVirtual // the eight-row steps' permutations
 	if !q8 {
-		red8, sT8, b8 = ZMM(), ZMM(), ZMM()
+		red8, b8 = ZMM(), ZMM()
+		if !wide {
+			// Q4_0's rows8 loads it where it is used (finish8).
+			sT8 = ZMM()
+			VMOVDQU64(idxST8, sT8)
+		}
 		VMOVDQU64(idxRed8, red8)
-		VMOVDQU64(idxST8, sT8)
 		VMOVDQU64(idxB8, b8)
 	}
 	var m80, zero, m0F VecVirtual
@@ -329,14 +360,57 @@ func rows32x512(name string, q8, q5 bool) {
 	if q5 {
 		ahead = q5Ahead
 	}
-	tv := beginTilesAhead(name, ahead, planes...)
-
-	steps := []int{8, 4}
-	if q8 {
-		steps = []int{4}
+	// Q4_0's eight-row step on K-tiles of at most 4 pairs (all that
+	// xdnapack gives a large matrix) takes the rows' scales of a tile in
+	// two loads a step and one VPERMI2W a pair (rows8w) instead of eight
+	// masked broadcasts a pair (rows8, any K-tile). Q5_0 keeps rows8: its
+	// constants leave too few registers for the tables.
+	var scBase Mem // scIdx[np-1], on the stack: the registers are short
+	var kLo, kHi Register
+	if wide {
+		t := GP64()
+		MOVQ(U32(32), t)
+		CMPQ(lim, t)
+		CMOVQLT(lim, t) // min(8np, 32): the tables' last entry for longer tiles
+		SUBQ(U8(8), t)  // 8(np-1)
+		scBase = AllocLocal(64)
+		v, tb := ZMM(), GP64()
+		LEAQ(scIdx, tb)
+		VMOVDQU64(Mem{Base: tb, Index: t, Scale: 8}, v)
+		VMOVDQU64(v, scBase)
+		SHRQ(U8(1), t) // 4(np-1)
+		kLo, kHi = K(), K()
+		m := GP32()
+		LEAQ(scMaskLo, tb)
+		MOVL(Mem{Base: tb, Index: t, Scale: 1}, m)
+		KMOVD(m, kLo)
+		LEAQ(scMaskHi, tb)
+		MOVL(Mem{Base: tb, Index: t, Scale: 1}, m)
+		KMOVD(m, kHi)
 	}
-	for _, n := range steps {
+	tv := beginTilesAhead(name, ahead, planes...)
+	if wide {
+		CMPQ(lim, U8(32))
+		JG(LabelRef(name + "_rows8"))
+	}
+
+	type step struct {
+		n    int
+		wide bool // rows8w
+	}
+	steps := []step{{8, true}, {8, false}, {4, false}}
+	if q5 {
+		steps = []step{{8, false}, {4, false}}
+	}
+	if q8 {
+		steps = []step{{4, false}}
+	}
+	for _, st := range steps {
+		n := st.n
 		lbl := fmt.Sprintf("%s_rows%d", name, n)
+		if st.wide {
+			lbl += "w"
+		}
 		next := name + "_rows4"
 		if n == 4 {
 			next = name + "_rowsdone"
@@ -345,6 +419,18 @@ func rows32x512(name string, q8, q5 bool) {
 		CMPQ(tv.rows, U8(n))
 		JL(LabelRef(next))
 		pc, psc := tv.load("codes"), tv.load("scales")
+		var c consts512
+		if n == 4 {
+			c = loadConsts512With(km)
+		}
+		var tlo, thi, cur VecVirtual
+		if st.wide {
+			// Row i's f16 scales of the tile at word 2np*i of [tlo | thi].
+			tlo, thi, cur = ZMM(), ZMM(), ZMM()
+			VMOVDQU16_Z(Mem{Base: psc}, kLo, tlo)
+			VMOVDQU16_Z(Mem{Base: psc, Disp: 64}, kHi, thi)
+			VMOVDQU64(scBase, cur)
+		}
 		var ph Register
 		if q5 {
 			ph = tv.load("high")
@@ -357,7 +443,7 @@ func rows32x512(name string, q8, q5 bool) {
 		} else {
 			acc = XMM()
 		}
-		VXORPS(acc, acc, acc)
+		VMOVUPS(zero32, acc) // not VXORPS: its EVEX form (X16+) is AVX512DQ
 
 		Label(lbl + "_pair")
 		if q8 {
@@ -464,14 +550,26 @@ func rows32x512(name string, q8, q5 bool) {
 				VPSLLD(U8(bias), sb, sb)
 				VPSUBD(sb, r, r) // - 8*sum(a), Q5_0 16*sum(a)
 			}
-			finish8(r, psc, ss, dx, sT8, b8, acc, c.km)
+			if st.wide {
+				t := ZMM()
+				VMOVDQU64(cur, t)
+				VPERMI2W(thi, tlo, t) // [A r0..7 | B r0..7], f16
+				VPADDW(scTwo, cur, cur)
+				w := ZMM()
+				VCVTPH2PS(t.AsY(), w)
+				finish8w(r, w, dx, b8, acc)
+			} else {
+				finish8(r, psc, ss, dx, sT8, b8, acc, km)
+			}
 		}
 		if q8 {
 			ADDQ(U8(64), pc) // code bytes per pair and row
 		} else {
 			ADDQ(U8(32), pc)
 		}
-		ADDQ(U8(4), psc)
+		if !st.wide {
+			ADDQ(U8(4), psc)
+		}
 		if q5 {
 			ADDQ(U8(8), ph)
 		}
@@ -549,15 +647,25 @@ func highBitsZ(hv, lo, hi VecVirtual, c highConsts) {
 // B r4..7] (int32) and acc the rows' sums [r0..r7]; block A is added to
 // acc, then block B.
 func finish8(r VecVirtual, psc, ss Register, dx Mem, sT8, b8, acc VecVirtual, km [3]Register) {
-	f := ZMM()
-	VCVTDQ2PS(r, f)
 	p4 := GP64()
 	LEAQ(Mem{Base: psc, Index: ss, Scale: 4}, p4)
 	g := YMM()
 	VINSERTI32X4(U8(1), gather4z(p4, ss, km), gather4z(psc, ss, km).AsY(), g) // [r0 .. r7], f16 A and B each
 	w := ZMM()
 	VCVTPH2PS(g, w)
+	if sT8 == nil {
+		sT8 = ZMM()
+		VMOVDQU64(idxST8, sT8)
+	}
 	VPERMPS(w, sT8, w)
+	finish8w(r, w, dx, b8, acc)
+}
+
+// finish8w is finish8 with the rows' scales w [dA r0..7 | dB r0..7]
+// (float32) at hand.
+func finish8w(r, w VecVirtual, dx Mem, b8, acc VecVirtual) {
+	f := ZMM()
+	VCVTDQ2PS(r, f)
 	v := XMM()
 	VMOVQ(dx, v)
 	xv := ZMM()
