@@ -513,7 +513,7 @@ func sumStream() {
 
 // prefetchLines writes prefetchLinesAVX2: PREFETCHT0 of each 64-byte line
 // of n bytes (n a multiple of 64), the pool's idle helpers' way of asking
-// for the weights of the next matrix (Pool.Ahead). A prefetch never faults,
+// for the weights of the next matrix (prefetchAhead). A prefetch never faults,
 // so it only has to name addresses of the mapping.
 func prefetchLines() {
 	TEXT("prefetchLinesAVX2", NOSPLIT, "func(p *byte, n int)")
