@@ -144,7 +144,7 @@ func TestPoolSlowHelper(t *testing.T) {
 }
 
 // segTask records which worker ran each index; the caller's chunks take
-// 5 ms each and a helper's first chunk 50 ms.
+// 5 ms each and a helper's first chunk 200 ms.
 type segTask struct {
 	by    []atomic.Int32
 	first [8]atomic.Bool
@@ -154,7 +154,7 @@ func (s *segTask) Run(w, lo, hi int) {
 	if w == 0 {
 		time.Sleep(5 * time.Millisecond)
 	} else if s.first[w].CompareAndSwap(false, true) {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 	for i := lo; i < hi; i++ {
 		s.by[i].Store(int32(w) + 1)
