@@ -24,14 +24,14 @@ func TestBlobBuf(t *testing.T) {
 	}
 }
 
-// TestWriterDirectBytes reserves room for blobs and writes them at once
+// TestWriterSpliceBytes reserves room for blobs and writes them at once
 // from several goroutines, some in BlobBuf buffers with stale bytes past
-// their length, some in plain slices, with O_DIRECT and without, with the
-// file preallocated and a background sync after every write or not, and
-// wants the same file, checksums that Verify accepts, and the stale bytes
-// not in it.
-func TestWriterDirectBytes(t *testing.T) {
-	sizes := []int{1, 4095, 4096, 4097, 0, 10000, 3 * 4096, 65537}
+// their length, some in plain slices, through splice and with pwrite, with
+// the file preallocated and a background write-back after every write or
+// not, and wants the same file, checksums that Verify accepts, and the
+// stale bytes not in it.
+func TestWriterSpliceBytes(t *testing.T) {
+	sizes := []int{1, 4095, 4096, 4097, 0, 10000, 3 * 4096, 65537, 3<<20 + 5}
 	rng := rand.New(rand.NewPCG(1, 2))
 	blobs := make([][]byte, len(sizes))
 	for i, n := range sizes {
@@ -40,22 +40,19 @@ func TestWriterDirectBytes(t *testing.T) {
 			blobs[i][k] = byte(rng.Uint32()) | 1 // no zero bytes, so padding shows
 		}
 	}
-	write := func(direct, prealloc bool) []byte {
-		saved, savedEvery := noDirect, syncEvery
-		noDirect = !direct
+	write := func(splice, prealloc bool) []byte {
+		saved, savedEvery, savedFlush := noSplice, syncEvery, flushEvery
+		noSplice = !splice
 		if prealloc {
-			syncEvery = 1
+			syncEvery, flushEvery = 1, 2 // a write-back after every write, a sync after every other one
 		}
-		defer func() { noDirect, syncEvery = saved, savedEvery }()
+		defer func() { noSplice, syncEvery, flushEvery = saved, savedEvery, savedFlush }()
 		p := filepath.Join(t.TempDir(), "d.xdna")
 		w, err := Create(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer w.Abort()
-		if direct && w.direct == nil {
-			t.Logf("%s: the file system refuses O_DIRECT; only the page-cache path is tested", p)
-		}
 		m := &Manifest{Format: "xdna", Version: ManifestVersion, Creator: "test", Package: Package{Target: "xdna1", Columns: 4}, Model: Params{Arch: "llama"}}
 		offs := make([]int64, len(blobs))
 		bufs := make([][]byte, len(blobs))
@@ -95,6 +92,9 @@ func TestWriterDirectBytes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if splice && w.noSplice.Load() {
+			t.Logf("%s: the file system refuses splice; only the pwrite path is tested", p)
+		}
 		if err := w.Commit(m); err != nil {
 			t.Fatal(err)
 		}
@@ -118,19 +118,19 @@ func TestWriterDirectBytes(t *testing.T) {
 				}
 			}
 			if !bytes.Equal(f.Bytes(e.BlobRef), src) {
-				t.Errorf("direct %v: tensor %s differs", direct, e.Name)
+				t.Errorf("splice %v: tensor %s differs", splice, e.Name)
 			}
 			end := e.Offset + e.Size
 			if pad := b[end:alignUp(end, BlobAlign)]; bytes.Count(pad, []byte{0}) != len(pad) {
-				t.Errorf("direct %v: the padding after tensor %s is not zeros", direct, e.Name)
+				t.Errorf("splice %v: the padding after tensor %s is not zeros", splice, e.Name)
 			}
 		}
 		return b
 	}
 	a := write(true, false)
-	for _, v := range []struct{ direct, prealloc bool }{{false, false}, {true, true}, {false, true}} {
-		if b := write(v.direct, v.prealloc); !bytes.Equal(a, b) {
-			t.Fatalf("O_DIRECT gave %d bytes, direct %v preallocated %v %d, or other bytes", len(a), v.direct, v.prealloc, len(b))
+	for _, v := range []struct{ splice, prealloc bool }{{false, false}, {true, true}, {false, true}} {
+		if b := write(v.splice, v.prealloc); !bytes.Equal(a, b) {
+			t.Fatalf("splice gave %d bytes, splice %v preallocated %v %d, or other bytes", len(a), v.splice, v.prealloc, len(b))
 		}
 	}
 }

@@ -16,8 +16,8 @@ import (
 // page faults, no garbage for the collector; on the development VM the
 // pool of buffers it replaces spent 5-9% of the pack's CPU time in both).
 // Every buffer starts on a layout.BlobAlign boundary of the region and has
-// its length rounded up to one as capacity: the Writer writes it with
-// O_DIRECT.
+// its length rounded up to one as capacity: the Writer writes it, padding
+// included, in whole pages.
 //
 // The region is mapped anonymous memory, in huge pages where the system
 // gives them (MADV_HUGEPAGE): faulting in 64 MiB a 4 KiB page at a time

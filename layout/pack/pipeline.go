@@ -42,9 +42,10 @@ import (
 //     to wait for a P after every write (on 2 cores, both busy, that wait
 //     stalled the whole pipeline).
 //   - Packed blobs, raw ones included, are in BlobAlign-aligned buffers, which
-//     the Writer sends to the file with O_DIRECT: writing costs no CPU copy,
-//     and a packer blocked in a write leaves its P to the others. The
-//     Writer syncs the file in the background as it grows.
+//     the Writer splices into the file's page cache (layout.Writer): a
+//     packer blocked in a write leaves its P to the others. The Writer
+//     starts the write-back and syncs the file in the background as it
+//     grows.
 //   - The packers compute each blob's checksum right after packing it,
 //     while it is in their cache.
 //   - The pipeline runs with one P more than there are cores (morePs).
@@ -291,7 +292,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 // morePs gives the pipeline one P more than the machine has cores and
 // returns the function that puts GOMAXPROCS back. The reader and the
 // packers leave their P at every system call (populating and dropping
-// mapped pages, the O_DIRECT writes); with one P a core, each return from
+// mapped pages, the writes); with one P a core, each return from
 // a call waited for a P until a busy goroutine was preempted (up to 10 ms),
 // and the reader is the pipeline's pace. With a P more, the kernel, which
 // lets a thread woken from a call run at once, decides instead: 1.23 s
@@ -313,7 +314,7 @@ func morePs() (restore func()) {
 }
 
 // pack packs j.src into j.dst (a raw entry is copied: the blob goes to the
-// file from an arena buffer, with O_DIRECT, as every other blob does),
+// file from an arena buffer, padded to whole pages, as every other blob does),
 // computes its checksum and writes it at j.off.
 func pack(opt *Options, g *layout.GGUF, w *layout.Writer, j *packJob, cpu chan struct{}) error {
 	var err error

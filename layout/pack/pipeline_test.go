@@ -171,7 +171,7 @@ func TestPipelineCancel(t *testing.T) {
 
 // TestBufPool checks that the pool hands back the smallest fitting buffer,
 // that every buffer is a layout.BlobBuf one (aligned capacity, so AddBlob
-// writes it with O_DIRECT), and that it keeps at most inFlight idle bytes.
+// writes it in whole pages), and that it keeps at most inFlight idle bytes.
 func TestBufPool(t *testing.T) {
 	saved := inFlight
 	defer func() { inFlight = saved }()
@@ -348,8 +348,8 @@ func openPlan(t *testing.T, in string) (*layout.GGUF, *Plan) {
 }
 
 // TestArena hands out buffers of random sizes, some larger than the region,
-// gives them back in random order, and checks that every buffer is aligned
-// for O_DIRECT, that no two buffers out at once share a byte, that the
+// gives them back in random order, and checks that every buffer is
+// page-aligned, that no two buffers out at once share a byte, that the
 // region is never overcommitted, and that cancel wakes a waiting get.
 func TestArena(t *testing.T) {
 	const a4k = layout.BlobAlign
