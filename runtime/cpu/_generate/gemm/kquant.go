@@ -151,16 +151,7 @@ func variantK(lbl string, R, T int, q6 bool) {
 			}
 		}
 	}
-	area := kAreaQ4K
-	if q6 {
-		area = kAreaQ6K
-	}
-	ADDQ(U32(8192), pw)
-	ADDQ(U32(area), ps)
-	a.advance(256)
-	ADDQ(U32(kTokens*kTokStride), pg)
-	DECQ(cnt)
-	JNZ(LabelRef(lbl + "_sb"))
+	nextSuperBlock(lbl, q6, pw, ps, pg, cnt, a)
 	storeTile(lbl, first, R, T, 64, func(r, t int) VecVirtual { return F[r][t] }, newTokens("o", "ostride", true))
 	SUBQ(Load(Param("nsbt"), GP64()), nsb)
 	JNZ(LabelRef(lbl + "_tile"))
@@ -288,3 +279,20 @@ func q6Index(q6 bool) int {
 
 // shufK[q6][c]: the VPSHUFB index of packScalesK, 16 bytes.
 var shufK [2][4]Mem
+
+// nextSuperBlock closes the super-block loop of a K-quant GEMM kernel (the
+// AVX-512 and the AVX2 one): the panel's codes (8 KiB), its scale area,
+// the tokens' codes and their gd move on by a super-block, and the loop
+// runs again while cnt lasts.
+func nextSuperBlock(lbl string, q6 bool, pw, ps, pg, cnt Register, a tokens) {
+	area := kAreaQ4K
+	if q6 {
+		area = kAreaQ6K
+	}
+	ADDQ(U32(8192), pw)
+	ADDQ(U32(area), ps)
+	a.advance(256)
+	ADDQ(U32(kTokens*kTokStride), pg)
+	DECQ(cnt)
+	JNZ(LabelRef(lbl + "_sb"))
+}

@@ -180,16 +180,7 @@ func variantK2(lbl string, T int, q6 bool, acc Mem) {
 			}
 		}
 	}
-	area := kAreaQ4K
-	if q6 {
-		area = kAreaQ6K
-	}
-	ADDQ(U32(8192), pw)
-	ADDQ(U32(area), ps)
-	a.advance(256)
-	ADDQ(U32(kTokens*kTokStride), pg)
-	DECQ(cnt)
-	JNZ(LabelRef(lbl + "_sb"))
+	nextSuperBlock(lbl, q6, pw, ps, pg, cnt, a)
 	storeTile(lbl, first, 2, T, 32, frameAcc(acc), newTokens("o", "ostride", false))
 	SUBQ(Load(Param("nsbt"), GP64()), nsb)
 	JNZ(LabelRef(lbl + "_tile"))

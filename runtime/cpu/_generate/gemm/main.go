@@ -283,15 +283,7 @@ func pack(name string, q8, scales bool) {
 		rb := GP64()
 		MOVQ(c, rb)
 		for set := 0; set < 4; set++ {
-			rowM := func(L, disp int) Mem {
-				switch L {
-				case 0:
-					return Mem{Base: rb, Disp: disp}
-				case 3:
-					return Mem{Base: rb, Index: cs3, Scale: 1, Disp: disp}
-				}
-				return Mem{Base: rb, Index: cs, Scale: uint8(L), Disp: disp}
-			}
+			rowM := func(L, disp int) Mem { return rowMem(rb, cs, cs3, L, disp) }
 			if q8 {
 				for h := 0; h < 2; h++ {
 					x := ZMM()
