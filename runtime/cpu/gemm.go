@@ -160,6 +160,38 @@ func (j *mmJob) gemmPrefetch(c, i, n int) {
 	}
 }
 
+// rowSet is a set of sixteen rows of group c from row first of the group
+// (the last set of a panel may have fewer), as gemmPanel and gemmPanelK
+// lay them out.
+type rowSet struct {
+	j              *mmJob
+	c, first, rows int
+}
+
+func (j *mmJob) rowSet(c, first, rows int) rowSet { return rowSet{j, c, first, rows} }
+
+// at returns where plane p of the set's first row starts (tile 0).
+func (r rowSet) at(p int) int {
+	l := &r.j.lay
+	return l.group[r.c] + l.plane[r.c][p] + r.first*l.per[p]
+}
+
+// plane returns plane p of a whole set (sixteen rows), every tile: the
+// assembly reads nothing outside it.
+func (r rowSet) plane(p int) *byte {
+	l, o := &r.j.lay, r.at(p)
+	return &r.j.m.Blob[o : o+(r.j.m.G.Tiles()-1)*l.tile[r.c]+16*l.per[p]][0]
+}
+
+// high returns where the high-bit plane hp of the set starts and its
+// bytes per row, or 0, 0 for a format without one (hp < 0).
+func (r rowSet) high(hp int) (off, stride int) {
+	if hp < 0 {
+		return 0, 0
+	}
+	return r.at(hp), r.j.lay.per[hp]
+}
+
 // gemmPanel runs rows [i, i+n) of group c (n <= 32; row0 is the first's
 // row in the matrix) for every token.
 func (j *mmJob) gemmPanel(w, c, i, n, row0 int) {
@@ -176,28 +208,21 @@ func (j *mmJob) gemmPanel(w, c, i, n, row0 int) {
 	tiles, ts := g.Tiles(), l.tile[c]
 	cp, hp, sp := gemmPlanes(g.Type)
 	for h := 0; h*16 < n; h++ {
-		rows := min(16, n-16*h)
-		first := i + 16*h
-		at := func(p int) int { return l.group[c] + l.plane[c][p] + first*l.per[p] }
+		rs := j.rowSet(c, i+16*h, min(16, n-16*h))
 		pw, psc := pn.w[64*h:], pn.sc[16*h:]
-		if rows < 16 {
-			high, hstride := 0, 0
-			if hp >= 0 {
-				high, hstride = at(hp), l.per[hp]
-			}
-			gemmPackRef(g.Type, j.m.Blob, at(cp), high, at(sp), l.per[cp], hstride, l.per[sp], pw, psc, np, tiles, ts, rows)
+		if rs.rows < 16 {
+			high, hstride := rs.high(hp)
+			gemmPackRef(g.Type, j.m.Blob, rs.at(cp), high, rs.at(sp), l.per[cp], hstride, l.per[sp], pw, psc, np, tiles, ts, rs.rows)
 			continue
 		}
-		// plane p of the sixteen rows, every tile: nothing outside it is read.
-		plane := func(p int) *byte { return &j.m.Blob[at(p) : at(p)+(tiles-1)*ts+16*l.per[p]][0] }
 		w0 := &pw[:(nb-1)*1024+64][0]
 		pack := j.k.gemmPackQ4_0
 		if g.Type == planar.Q8_0 {
 			pack = j.k.gemmPackQ8_0
 		}
-		pack(plane(cp), plane(sp), l.per[cp], l.per[sp], w0, &psc[:(nb-1)*32+16][0], np, tiles, ts)
+		pack(rs.plane(cp), rs.plane(sp), l.per[cp], l.per[sp], w0, &psc[:(nb-1)*32+16][0], np, tiles, ts)
 		if hp >= 0 {
-			j.k.gemmPackHigh(plane(hp), l.per[hp], w0, np, tiles, ts)
+			j.k.gemmPackHigh(rs.plane(hp), l.per[hp], w0, np, tiles, ts)
 		}
 	}
 	j.gemmRuns(pn, n, row0, gemmUnits{elems: 32, bytes: 1024, perTile: np, toks: gemmToks, gd: 2},

@@ -93,34 +93,28 @@ func (j *mmJob) gemmPanelK(w, c, i, n, row0 int) {
 	area := kArea(g.Type)
 	cp, hp, mp, dp := kPlanes(g.Type)
 	for h := 0; h*16 < n; h++ {
-		rows := min(16, n-16*h)
-		first := i + 16*h
-		at := func(p int) int { return l.group[c] + l.plane[c][p] + first*l.per[p] }
+		rs := j.rowSet(c, i+16*h, min(16, n-16*h))
 		pw, pa := pn.w[64*h:], pn.ka[64*h:]
-		if rows < 16 {
-			high, hstride := 0, 0
-			if hp >= 0 {
-				high, hstride = at(hp), l.per[hp]
-			}
-			gemmCodesRef(g.Type, j.m.Blob, at(cp), high, l.per[cp], hstride, pw, np, tiles, ts, rows)
-			gemmScalesRef(g.Type, j.m.Blob, at(mp), at(dp), l.per[mp], l.per[dp], pa, nsbt, tiles, ts, rows)
+		if rs.rows < 16 {
+			high, hstride := rs.high(hp)
+			gemmCodesRef(g.Type, j.m.Blob, rs.at(cp), high, l.per[cp], hstride, pw, np, tiles, ts, rs.rows)
+			gemmScalesRef(g.Type, j.m.Blob, rs.at(mp), rs.at(dp), l.per[mp], l.per[dp], pa, nsbt, tiles, ts, rs.rows)
 			continue
 		}
-		plane := func(p int) *byte { return &j.m.Blob[at(p) : at(p)+(tiles-1)*ts+16*l.per[p]][0] }
 		w0 := &pw[:(nsb*8-1)*1024+64][0]
 		if g.Type == planar.Q6_K {
-			j.k.gemmCodesQ8(plane(cp), l.per[cp], w0, np, tiles, ts)
+			j.k.gemmCodesQ8(rs.plane(cp), l.per[cp], w0, np, tiles, ts)
 		} else {
-			j.k.gemmCodesQ4(plane(cp), l.per[cp], w0, np, tiles, ts)
+			j.k.gemmCodesQ4(rs.plane(cp), l.per[cp], w0, np, tiles, ts)
 		}
 		if hp >= 0 {
-			j.k.gemmPackHigh(plane(hp), l.per[hp], w0, np, tiles, ts)
+			j.k.gemmPackHigh(rs.plane(hp), l.per[hp], w0, np, tiles, ts)
 		}
 		a0 := &pa[:(nsb-1)*area+64][0]
 		if g.Type == planar.Q6_K {
-			j.k.gemmScalesQ6K(plane(mp), plane(dp), l.per[mp], l.per[dp], a0, nsbt, tiles, ts)
+			j.k.gemmScalesQ6K(rs.plane(mp), rs.plane(dp), l.per[mp], l.per[dp], a0, nsbt, tiles, ts)
 		} else {
-			j.k.gemmScalesQ4K(plane(mp), plane(dp), l.per[mp], l.per[dp], a0, nsbt, tiles, ts)
+			j.k.gemmScalesQ4K(rs.plane(mp), rs.plane(dp), l.per[mp], l.per[dp], a0, nsbt, tiles, ts)
 		}
 	}
 	j.gemmRuns(pn, n, row0, gemmUnits{elems: 256, bytes: 8192, perTile: nsbt, toks: gemmToksK, gd: gemmKTok},
