@@ -28,6 +28,20 @@ func gemmLevels(t *testing.T) []*kernels {
 	return l
 }
 
+// arbitraryRowSet makes a one-group matrix of typ, K-tiles of T, tiles
+// of them and 16 to 55 rows of arbitrary bytes (any code, any f16 scale),
+// and returns the set of sixteen of its rows from any first row.
+func arbitraryRowSet(rng *rand.Rand, typ planar.Type, T, tiles int) rowSet {
+	g := planar.Geometry{Type: typ, N: 16 + rng.IntN(40), K: T * tiles, Columns: 1, KTile: T}
+	blob := make([]byte, g.Size())
+	for i := range blob {
+		blob[i] = byte(rng.Uint32())
+	}
+	j := &mmJob{m: &Matrix{G: g, Blob: blob}}
+	j.lay.init(g)
+	return j.rowSet(0, rng.IntN(g.N-15), 16)
+}
+
 // TestGemmPackMatchesRef lays out panels of arbitrary bytes (any code,
 // any f16 scale) with the assembly and with gemmPackRef, for every K-tile
 // the kernels take and one to three tiles, and compares them byte for
@@ -38,21 +52,12 @@ func TestGemmPackMatchesRef(t *testing.T) {
 		for _, typ := range []planar.Type{planar.Q4_0, planar.Q5_0, planar.Q8_0} {
 			for _, T := range []int{32, 64, 128, 256} {
 				for tiles := 1; tiles <= 3; tiles++ {
-					g := planar.Geometry{Type: typ, N: 16 + rng.IntN(40), K: T * tiles, Columns: 1, KTile: T}
-					blob := make([]byte, g.Size())
-					for i := range blob {
-						blob[i] = byte(rng.Uint32())
-					}
-					var l blobLayout
-					l.init(g)
-					i0 := rng.IntN(g.N - 15) // any first row of the group
+					rs := arbitraryRowSet(rng, typ, T, tiles)
+					g, blob, l, i0 := rs.j.m.G, rs.j.m.Blob, &rs.j.lay, rs.first
 					np, nb := T/32, g.K/32
 					cp, hp, sp := gemmPlanes(typ)
-					at := func(p int) int { return l.plane[0][p] + i0*l.per[p] }
-					high, hstride := 0, 0
-					if hp >= 0 {
-						high, hstride = at(hp), l.per[hp]
-					}
+					at := rs.at
+					high, hstride := rs.high(hp)
 					want, got := make([]byte, nb*1024), make([]byte, nb*1024)
 					wsc, gsc := make([]float32, nb*32), make([]float32, nb*32)
 					gemmPackRef(typ, blob, at(cp), high, at(sp), l.per[cp], hstride, l.per[sp], want[64:], wsc[16:], np, tiles, l.tile[0], 16)
@@ -210,21 +215,12 @@ func TestGemmKPackMatchesRef(t *testing.T) {
 		for _, typ := range []planar.Type{planar.Q4_K, planar.Q5_K, planar.Q6_K} {
 			for _, T := range []int{256, 512} {
 				for tiles := 1; tiles <= 3; tiles++ {
-					g := planar.Geometry{Type: typ, N: 16 + rng.IntN(40), K: T * tiles, Columns: 1, KTile: T}
-					blob := make([]byte, g.Size())
-					for i := range blob {
-						blob[i] = byte(rng.Uint32())
-					}
-					var l blobLayout
-					l.init(g)
-					i0 := rng.IntN(g.N - 15)
+					rs := arbitraryRowSet(rng, typ, T, tiles)
+					g, blob, l, i0 := rs.j.m.G, rs.j.m.Blob, &rs.j.lay, rs.first
 					np, nsbt, nsb := T/32, T/256, g.K/256
 					cp, hp, mp, dp := kPlanes(typ)
-					at := func(p int) int { return l.plane[0][p] + i0*l.per[p] }
-					high, hstride := 0, 0
-					if hp >= 0 {
-						high, hstride = at(hp), l.per[hp]
-					}
+					at := rs.at
+					high, hstride := rs.high(hp)
 					want, got := make([]byte, nsb*8192), make([]byte, nsb*8192)
 					gemmCodesRef(typ, blob, at(cp), high, l.per[cp], hstride, want[64:], np, tiles, l.tile[0], 16)
 					if typ == planar.Q6_K {
