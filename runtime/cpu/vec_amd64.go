@@ -37,6 +37,23 @@ func toF16AVX2(dst *uint16, x *float32, n int)
 //go:noescape
 func roundF16AVX2(x *float32, n int)
 
+// scaleMaxAVX2 sets x[i] *= s for i < n and returns the largest of the new x[i],
+// NaN if one is NaN (-Inf for n = 0; a zero largest may have either sign), n a
+// multiple of 8.
+//
+//go:noescape
+func scaleMaxAVX2(x *float32, n int, s float32) float32
+
+// scaleAVX2 sets x[i] *= s for i < n, n a multiple of 8.
+//
+//go:noescape
+func scaleAVX2(x *float32, n int, s float32)
+
+// scaleRoundF16AVX2 sets x[i] = F16ToF32(planar.F32ToF16(x[i]*s)) for i < n, n a multiple of 8.
+//
+//go:noescape
+func scaleRoundF16AVX2(x *float32, n int, s float32)
+
 // siluMulAVX2 does siluMulGo(h[:n], x[:n], u[:n]), n a multiple of 8.
 //
 //go:noescape

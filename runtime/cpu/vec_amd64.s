@@ -134,6 +134,16 @@ DATA vecQNaN<>+24(SB)/4, $0x7fc00000
 DATA vecQNaN<>+28(SB)/4, $0x7fc00000
 GLOBL vecQNaN<>(SB), RODATA|NOPTR, $32
 
+DATA vecNegInf<>+0(SB)/4, $0xff800000
+DATA vecNegInf<>+4(SB)/4, $0xff800000
+DATA vecNegInf<>+8(SB)/4, $0xff800000
+DATA vecNegInf<>+12(SB)/4, $0xff800000
+DATA vecNegInf<>+16(SB)/4, $0xff800000
+DATA vecNegInf<>+20(SB)/4, $0xff800000
+DATA vecNegInf<>+24(SB)/4, $0xff800000
+DATA vecNegInf<>+28(SB)/4, $0xff800000
+GLOBL vecNegInf<>(SB), RODATA|NOPTR, $32
+
 DATA vec126<>+0(SB)/4, $0x42fc0000
 DATA vec126<>+4(SB)/4, $0x42fc0000
 DATA vec126<>+8(SB)/4, $0x42fc0000
@@ -498,6 +508,93 @@ roundF16_8_loop:
 	JNE       roundF16_8_loop
 
 roundF16_8_done:
+	VZEROUPPER
+	RET
+
+// func scaleMaxAVX2(x *float32, n int, s float32) float32
+// Requires: AVX, SSE
+TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-28
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS s+16(FP), Y0
+	VMOVUPS      vecNegInf<>+0(SB), Y1
+	VXORPS       Y2, Y2, Y2
+	XORQ         DX, DX
+	CMPQ         CX, DX
+	JE           scaleMax_8_done
+
+scaleMax_8_loop:
+	VMULPS  (AX)(DX*4), Y0, Y3
+	VMOVUPS Y3, (AX)(DX*4)
+	VCMPPS  $0x03, Y3, Y3, Y4
+	VORPS   Y4, Y2, Y2
+	VMAXPS  Y3, Y1, Y1
+	ADDQ    $0x08, DX
+	CMPQ    CX, DX
+	JNE     scaleMax_8_loop
+
+scaleMax_8_done:
+	VEXTRACTF128 $0x01, Y1, X0
+	VMAXPS       X0, X1, X1
+	VMOVHLPS     X1, X1, X0
+	VMAXPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VMAXSS       X0, X1, X1
+	VTESTPS      Y2, Y2
+	JZ           scaleMax_ret
+	VMOVSS       vecQNaN<>+0(SB), X1
+
+scaleMax_ret:
+	MOVSS X1, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func scaleAVX2(x *float32, n int, s float32)
+// Requires: AVX
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-20
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS s+16(FP), Y0
+	XORQ         DX, DX
+	CMPQ         CX, DX
+	JE           scaleAVX2_8_done
+
+scaleAVX2_8_loop:
+	VMULPS  (AX)(DX*4), Y0, Y1
+	VMOVUPS Y1, (AX)(DX*4)
+	ADDQ    $0x08, DX
+	CMPQ    CX, DX
+	JNE     scaleAVX2_8_loop
+
+scaleAVX2_8_done:
+	VZEROUPPER
+	RET
+
+// func scaleRoundF16AVX2(x *float32, n int, s float32)
+// Requires: AVX, F16C
+TEXT ·scaleRoundF16AVX2(SB), NOSPLIT, $0-20
+	MOVQ         x+0(FP), AX
+	MOVQ         n+8(FP), CX
+	VBROADCASTSS s+16(FP), Y0
+	XORQ         DX, DX
+	CMPQ         CX, DX
+	JE           scaleRoundF16AVX2_8_done
+
+scaleRoundF16AVX2_8_loop:
+	VMULPS    (AX)(DX*4), Y0, Y1
+	VMOVUPS   Y1, Y1
+	VCMPPS    $0x03, Y1, Y1, Y2
+	VANDPS    vecSign<>+0(SB), Y1, Y3
+	VORPS     vecQNaN<>+0(SB), Y3, Y3
+	VBLENDVPS Y2, Y3, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMOVUPS   Y1, (AX)(DX*4)
+	ADDQ      $0x08, DX
+	CMPQ      CX, DX
+	JNE       scaleRoundF16AVX2_8_loop
+
+scaleRoundF16AVX2_8_done:
 	VZEROUPPER
 	RET
 

@@ -33,3 +33,12 @@ func toF16AVX2(dst *uint16, x *float32, n int) { noAsm() }
 func roundF16AVX2(x *float32, n int) { noAsm() }
 
 func prefetchLinesAVX2(p *byte, n int) { noAsm() }
+
+func scaleMaxAVX2(x *float32, n int, s float32) float32 {
+	noAsm()
+	return 0
+}
+
+func scaleAVX2(x *float32, n int, s float32) { noAsm() }
+
+func scaleRoundF16AVX2(x *float32, n int, s float32) { noAsm() }

@@ -13,7 +13,11 @@ package cpu
 // Only the exp of 8 lanes fuses multiply-adds (Fmaf in Go, as ggml_v_expf
 // does); elsewhere every product is rounded to float32 before it is added.
 
-import "github.com/xdna-go/xdna/planar"
+import (
+	"math"
+
+	"github.com/xdna-go/xdna/planar"
+)
 
 // DotF16 returns the float32 dot product of a with the binary16 values b
 // (len(b) >= len(a)), summed in a fixed order that vectorises. With n the
@@ -70,6 +74,61 @@ func RoundF16(x []float32) {
 	}
 	for i := n; i < len(x); i++ {
 		x[i] = f16(planar.F32ToF16(x[i]))
+	}
+}
+
+// ScaleMax multiplies each x[i] by s in place and returns the largest
+// product: NaN if one is NaN, -Inf for no x; a zero largest may come back
+// as either zero (what a softmax does with it, x[i] - max, gives the same
+// bits: see TestSoftmaxZeroMax). With s = 1 it is the maximum of x.
+func ScaleMax(x []float32, s float32) float32 {
+	n := 0
+	mx := float32(math.Inf(-1))
+	if asmOn() {
+		n = len(x) &^ 7
+	}
+	if n > 0 {
+		mx = scaleMaxAVX2(&x[0], n, s)
+	}
+	return scaleMaxGo(x[n:], s, mx)
+}
+
+// scaleMaxGo is ScaleMax in Go continuing from the maximum mx, the
+// specification of scaleMaxAVX2.
+func scaleMaxGo(x []float32, s, mx float32) float32 {
+	for i := range x {
+		x[i] *= s
+		mx = max(mx, x[i])
+	}
+	return mx
+}
+
+// Scale multiplies each x[i] by s in place.
+func Scale(x []float32, s float32) {
+	n := 0
+	if asmOn() {
+		n = len(x) &^ 7
+	}
+	if n > 0 {
+		scaleAVX2(&x[0], n, s)
+	}
+	for i := n; i < len(x); i++ {
+		x[i] *= s
+	}
+}
+
+// ScaleRoundF16 sets x[i] to x[i]*s rounded to binary16 (Scale, then
+// RoundF16).
+func ScaleRoundF16(x []float32, s float32) {
+	n := 0
+	if asmOn() {
+		n = len(x) &^ 7
+	}
+	if n > 0 {
+		scaleRoundF16AVX2(&x[0], n, s)
+	}
+	for i := n; i < len(x); i++ {
+		x[i] = f16(planar.F32ToF16(x[i] * s))
 	}
 }
 

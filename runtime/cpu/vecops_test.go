@@ -106,8 +106,9 @@ func guarded(x []float32) ([]float32, func() bool) {
 func checkVecOps(t *testing.T, name string, a, g, u []float32, b []uint16, s, mx float32) {
 	t.Helper()
 	var dots [2]float32
-	var ys, hs, es [2][]float32
+	var ys, hs, es, ss, sc, sr [2][]float32
 	var sums [2]float64
+	var maxes [2]float32
 	bothPaths(func(on bool) {
 		k := 0
 		if on {
@@ -135,6 +136,27 @@ func checkVecOps(t *testing.T, name string, a, g, u []float32, b []uint16, s, mx
 			t.Fatalf("%s %s: SoftmaxExp wrote past x", name, modeName(on))
 		}
 		es[k] = e
+
+		x, ok := guarded(g)
+		maxes[k] = ScaleMax(x, s)
+		if !ok() {
+			t.Fatalf("%s %s: ScaleMax wrote past x", name, modeName(on))
+		}
+		ss[k] = x
+
+		x, ok = guarded(g)
+		Scale(x, s)
+		if !ok() {
+			t.Fatalf("%s %s: Scale wrote past x", name, modeName(on))
+		}
+		sc[k] = x
+
+		x, ok = guarded(g)
+		ScaleRoundF16(x, s)
+		if !ok() {
+			t.Fatalf("%s %s: ScaleRoundF16 wrote past x", name, modeName(on))
+		}
+		sr[k] = x
 	})
 	if !sameBits(dots[0], dots[1]) {
 		t.Fatalf("%s: DotF16 go %v (%#x), simd %v (%#x)", name, dots[0], math.Float32bits(dots[0]), dots[1], math.Float32bits(dots[1]))
@@ -151,6 +173,23 @@ func checkVecOps(t *testing.T, name string, a, g, u []float32, b []uint16, s, mx
 	if math.Float64bits(sums[0]) != math.Float64bits(sums[1]) && !(math.IsNaN(sums[0]) && math.IsNaN(sums[1])) {
 		t.Fatalf("%s: SoftmaxExp sum go %v, simd %v", name, sums[0], sums[1])
 	}
+	for _, c := range []struct {
+		op   string
+		outs [2][]float32
+	}{{"ScaleMax", ss}, {"Scale", sc}, {"ScaleRoundF16", sr}} {
+		if i := sameSlices(c.outs[0], c.outs[1]); i >= 0 {
+			t.Fatalf("%s: %s x[%d] (%v * %v): go %v, simd %v", name, c.op, i, g[i], s, c.outs[0][i], c.outs[1][i])
+		}
+	}
+	if !sameMax(maxes[0], maxes[1]) {
+		t.Fatalf("%s: ScaleMax by %v: go %v, simd %v", name, s, maxes[0], maxes[1])
+	}
+}
+
+// sameMax reports whether two maxima are the same value: equal (a zero of
+// either sign) or both NaN.
+func sameMax(a, b float32) bool {
+	return a == b || (a != a && b != b)
 }
 
 // TestVecOpsMatchGo compares the assembly element-wise kernels with their
@@ -256,6 +295,70 @@ func TestVecKernelsDirect(t *testing.T) {
 		if math.Float64bits(s1) != math.Float64bits(s2) && !(math.IsNaN(s1) && math.IsNaN(s2)) {
 			t.Fatalf("n=%d: softmaxExpAVX2 sum %v, softmaxExpGo %v", n, s1, s2)
 		}
+		x1, x2 := append([]float32(nil), g...), append([]float32(nil), g...)
+		m1, m2 := scaleMaxAVX2(&x1[0], n, u[0]), scaleMaxGo(x2, u[0], float32(math.Inf(-1)))
+		if i := sameSlices(x1, x2); i >= 0 || !sameMax(m1, m2) {
+			t.Fatalf("n=%d: scaleMaxAVX2 by %v: %v (x[%d]), scaleMaxGo %v", n, u[0], m1, i, m2)
+		}
+		x1, x2 = append(x1[:0], g...), append(x2[:0], g...)
+		scaleAVX2(&x1[0], n, u[0])
+		for i := range x2 {
+			x2[i] *= u[0]
+		}
+		if i := sameSlices(x1, x2); i >= 0 {
+			t.Fatalf("n=%d: scaleAVX2 x[%d] = %v, want %v", n, i, x1[i], x2[i])
+		}
+		x1, x2 = append(x1[:0], g...), append(x2[:0], g...)
+		scaleRoundF16AVX2(&x1[0], n, u[0])
+		for i := range x2 {
+			x2[i] = F16ToF32(planar.F32ToF16(x2[i] * u[0]))
+		}
+		if i := sameSlices(x1, x2); i >= 0 {
+			t.Fatalf("n=%d: scaleRoundF16AVX2 x[%d] = %v, want %v", n, i, x1[i], x2[i])
+		}
+	}
+}
+
+// TestScaleMaxNaNAndZeros: a NaN anywhere makes ScaleMax NaN on both paths
+// (VMAXPS alone would drop it), and a softmax with a zero maximum gives the
+// same bits whichever sign the zero has (ScaleMax leaves it open): x - (+0)
+// and x - (-0) differ only for x = -0, and exp of either zero is 1.
+func TestScaleMaxNaNAndZeros(t *testing.T) {
+	rng := rand.New(rand.NewPCG(57, 58))
+	for n := 1; n <= 40; n++ {
+		for at := 0; at < n; at++ {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			x[at] = float32(math.NaN())
+			bothPaths(func(on bool) {
+				if m := ScaleMax(append([]float32(nil), x...), 2); m == m {
+					t.Fatalf("%s: n=%d, NaN at %d: ScaleMax %v", modeName(on), n, at, m)
+				}
+			})
+		}
+	}
+	negZero := float32(math.Copysign(0, -1))
+	for n := 1; n <= 40; n++ {
+		x := make([]float32, n)
+		for i := range x {
+			switch rng.IntN(3) {
+			case 0:
+				x[i] = negZero
+			case 1:
+				x[i] = -vecSpecials[rng.IntN(len(vecSpecials))]
+			default:
+				x[i] = -float32(rng.ExpFloat64())
+			}
+		}
+		bothPaths(func(on bool) {
+			a, b := append([]float32(nil), x...), append([]float32(nil), x...)
+			sa, sb := SoftmaxExp(a, 0), SoftmaxExp(b, negZero)
+			if i := sameSlices(a, b); i >= 0 || math.Float64bits(sa) != math.Float64bits(sb) && !(sa != sa && sb != sb) {
+				t.Fatalf("%s: n=%d: SoftmaxExp with max +0 and -0 differ (x[%d] = %v)", modeName(on), n, i, x[max(i, 0)])
+			}
+		})
 	}
 }
 

@@ -71,11 +71,18 @@ func (a *attnTask) Run(w, lo, hi int) {
 				cpu.DotsF16(qh, s.kc16[slot*kvd+kh*hd:], kvd, sc[t:t+run])
 				t += run
 			}
-			for t, v := range sc {
-				sc[t] = s.capped(v) * kqScale
+			// softmax(sc) then RoundF16, the scale, the maximum and the
+			// normalisation each one vector pass.
+			var mx float32
+			if m.attnCap == 0 {
+				mx = cpu.ScaleMax(sc, kqScale)
+			} else {
+				for t, v := range sc {
+					sc[t] = s.capped(v) * kqScale
+				}
+				mx = cpu.ScaleMax(sc, 1)
 			}
-			softmax(sc)
-			cpu.RoundF16(sc)
+			cpu.ScaleRoundF16(sc, float32(1/cpu.SoftmaxExp(sc, mx)))
 			for t := 0; t < n; {
 				slot := base + (first+t)%ring
 				run := min(n-t, base+ring-slot)

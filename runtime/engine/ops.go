@@ -143,15 +143,8 @@ func rotate(x0, x1, c, s float32) (float32, float32) {
 // softmax turns scores into probabilities in place, as ggml's soft_max:
 // subtract the max, expf, sum in float64, multiply by float32(1/sum).
 func softmax(x []float32) {
-	mx := float32(math.Inf(-1))
-	for _, v := range x {
-		mx = max(mx, v)
-	}
-	sum := cpu.SoftmaxExp(x, mx)
-	inv := float32(1 / sum)
-	for i := range x {
-		x[i] *= inv
-	}
+	mx := cpu.ScaleMax(x, 1)
+	cpu.Scale(x, float32(1/cpu.SoftmaxExp(x, mx)))
 }
 
 // dot returns the float32 dot product of a and b (len(a) <= len(b)).

@@ -33,6 +33,9 @@ func main() {
 	axpysF16()
 	toF16()
 	roundF16()
+	scaleMax()
+	scale("scaleAVX2", false)
+	scale("scaleRoundF16AVX2", true)
 	siluMul()
 	softmaxExp()
 	sumStream()
@@ -61,6 +64,7 @@ var (
 	v126, v192                           Mem    // float32 126 and 192
 	vG, vS1                              Mem    // 0x82000000, 0x7f000000
 	vSign, vQNaN                         Mem    // 0x80000000, 0x7fc00000
+	vNegInf                              Mem    // -Inf
 )
 
 // splat declares a table of 8 copies of the 32-bit word w.
@@ -85,6 +89,7 @@ func constants() {
 	vAbs = splat("vecAbs", 0x7fffffff)
 	vSign = splat("vecSign", 0x80000000)
 	vQNaN = splat("vecQNaN", 0x7fc00000)
+	vNegInf = splat("vecNegInf", 0xff800000)
 	v126 = f("vec126", 126)
 	v192 = f("vec192", 192)
 	vG = splat("vecExpG", 0x82000000)
@@ -346,7 +351,7 @@ func toF16() {
 
 // f16Of returns an xmm of the binary16 values of the eight float32 at m,
 // as planar.F32ToF16 gives them (toF16).
-func f16Of(m Mem) VecVirtual {
+func f16Of(m Op) VecVirtual {
 	v, k, c := YMM(), YMM(), YMM()
 	VMOVUPS(m, v)
 	VCMPPS(U8(3), v, v, k) // unordered: NaN
@@ -370,6 +375,73 @@ func roundF16() {
 	loop("roundF16_8", i, n, 8, func() {
 		v := YMM()
 		VCVTPH2PS(f16Of(elem(x, i, 4, 0)), v)
+		VMOVUPS(v, elem(x, i, 4, 0))
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// scaleMax writes scaleMaxAVX2: each element times s, in place, and the
+// largest product. A NaN product makes the result NaN, as Go's max does;
+// VMAXPS alone would drop it.
+func scaleMax() {
+	TEXT("scaleMaxAVX2", NOSPLIT, "func(x *float32, n int, s float32) float32")
+	Pragma("noescape")
+	Doc("scaleMaxAVX2 sets x[i] *= s for i < n and returns the largest of the new x[i],",
+		"NaN if one is NaN (-Inf for n = 0; a zero largest may have either sign), n a",
+		"multiple of 8.")
+	x := Load(Param("x"), GP64())
+	n := Load(Param("n"), GP64())
+	sv, m, nan := YMM(), YMM(), YMM()
+	VBROADCASTSS(param("s"), sv)
+	VMOVUPS(vNegInf, m)
+	VXORPS(nan, nan, nan)
+	i := GP64()
+	loop("scaleMax_8", i, n, 8, func() {
+		v, k := YMM(), YMM()
+		VMULPS(elem(x, i, 4, 0), sv, v)
+		VMOVUPS(v, elem(x, i, 4, 0))
+		VCMPPS(U8(3), v, v, k) // unordered: NaN
+		VORPS(k, nan, nan)
+		VMAXPS(v, m, m)
+	})
+	r, h := m.AsX(), XMM()
+	VEXTRACTF128(U8(1), m, h)
+	VMAXPS(h, r, r)
+	VMOVHLPS(r, r, h)
+	VMAXPS(h, r, r)
+	VMOVSHDUP(r, h)
+	VMAXSS(h, r, r)
+	VTESTPS(nan, nan)
+	JZ(LabelRef("scaleMax_ret"))
+	VMOVSS(vQNaN, r)
+	Label("scaleMax_ret")
+	Store(r, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+// scale writes scaleAVX2 (each element times s, in place) or, with round,
+// scaleRoundF16AVX2 (the product then roundF16's conversion and back).
+func scale(name string, round bool) {
+	TEXT(name, NOSPLIT, "func(x *float32, n int, s float32)")
+	Pragma("noescape")
+	if round {
+		Doc(name + " sets x[i] = F16ToF32(planar.F32ToF16(x[i]*s)) for i < n, n a multiple of 8.")
+	} else {
+		Doc(name + " sets x[i] *= s for i < n, n a multiple of 8.")
+	}
+	x := Load(Param("x"), GP64())
+	n := Load(Param("n"), GP64())
+	sv := YMM()
+	VBROADCASTSS(param("s"), sv)
+	i := GP64()
+	loop(name+"_8", i, n, 8, func() {
+		v := YMM()
+		VMULPS(elem(x, i, 4, 0), sv, v)
+		if round {
+			VCVTPH2PS(f16Of(v), v)
+		}
 		VMOVUPS(v, elem(x, i, 4, 0))
 	})
 	VZEROUPPER()
