@@ -58,6 +58,11 @@ type kernels struct {
 	quantQ8_0 func(x *float32, q *int8, d *float32, s *int32, nb int)
 	permute64 func(dst, src *int8, n, dstride int)
 
+	// The attention's f16 operations over many rows (DotsF16, AxpysF16):
+	// the AVX2 kernels of vec_amd64.s, or their 16-lane twins.
+	dotsF16  func(a *float32, b *uint16, n, stride int, out *float32, count int)
+	axpysF16 func(a *float32, x *uint16, stride int, y *float32, n, count int)
+
 	// The prefill GEMM (gemm.go), nil in a set without it.
 	gemmI8       func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks, add int)
 	gemmPackQ4_0 func(codes, scales *byte, cstride, sstride int, w *byte, sc *float32, np, tiles, tstride int)
@@ -81,6 +86,7 @@ var avx2Kernels = &kernels{
 	q4_0Rows: q4_0RowsAVX2, q5_0Rows: q5_0RowsAVX2, q8_0Rows: q8_0RowsAVX2,
 	q4_KRows: q4_KRowsAVX2, q5_KRows: q5_KRowsAVX2, q6_KRows: q6_KRowsAVX2,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
+	dotsF16: dotsF16AVX2, axpysF16: axpysF16AVX2,
 	gemm2: gemm2AVX2, gemm2Q8: gemm2Q8AVX2,
 	gemmPackQ4_0: gemmPackQ4_0AVX2, gemmPackQ8_0: gemmPackQ8_0AVX2, gemmPackHigh: gemmPackHighAVX2,
 	gemmPrefetch: gemmPrefetchAVX2,
@@ -98,6 +104,7 @@ var avx512Kernels = &kernels{
 	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX512, q8_0Rows: q8_0RowsAVX512,
 	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX512, q6_KRows: q6_KRowsAVX512,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
+	dotsF16: dotsF16AVX512, axpysF16: axpysF16AVX512,
 	gemmI8: gemmI8AVX512, gemmPackQ4_0: gemmPackQ4_0AVX512, gemmPackQ8_0: gemmPackQ8_0AVX512,
 	gemmPackHigh: gemmPackHighAVX512, gemmPrefetch: gemmPrefetchAVX512,
 	gemmQ4K: gemmQ4KAVX512, gemmQ6K: gemmQ6KAVX512, gemmCodesQ4: gemmCodesQ4AVX512, gemmCodesQ8: gemmCodesQ8AVX512,

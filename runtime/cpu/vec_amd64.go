@@ -27,6 +27,18 @@ func dotsF16AVX2(a *float32, b *uint16, n int, stride int, out *float32, count i
 //go:noescape
 func axpysF16AVX2(a *float32, x *uint16, stride int, y *float32, n int, count int)
 
+// dotsF16AVX512 sets out[t] = dotF16Go(a[:n], row t of b) for t < count, row t
+// at b + t*stride bytes, n a multiple of 8 and count at least 1.
+//
+//go:noescape
+func dotsF16AVX512(a *float32, b *uint16, n int, stride int, out *float32, count int)
+
+// axpysF16AVX512 does axpyF16Go(a[t], row t of x, y[:n]) for t = 0, 1, ..., count-1,
+// row t at x + t*stride bytes, n a multiple of 8 and count at least 1.
+//
+//go:noescape
+func axpysF16AVX512(a *float32, x *uint16, stride int, y *float32, n int, count int)
+
 // toF16AVX2 sets dst[i] = planar.F32ToF16(x[i]) for i < n, n a multiple of 8.
 //
 //go:noescape

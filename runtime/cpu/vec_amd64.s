@@ -459,6 +459,331 @@ axpysF16_done:
 	VZEROUPPER
 	RET
 
+// func dotsF16AVX512(a *float32, b *uint16, n int, stride int, out *float32, count int)
+// Requires: AVX, AVX512F, F16C
+TEXT ·dotsF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ  a+0(FP), AX
+	MOVQ  b+8(FP), CX
+	MOVQ  n+16(FP), DX
+	MOVQ  stride+24(FP), BX
+	MOVQ  out+32(FP), SI
+	MOVQ  count+40(FP), DI
+	MOVQ  DX, R8
+	ANDQ  $-32, R8
+	MOVL  $0x00001111, R9
+	KMOVW R9, K1
+
+dotsF16x_4:
+	CMPQ   DI, $0x04
+	JL     dotsF16x_1
+	LEAQ   (CX)(BX*1), R9
+	LEAQ   (CX)(BX*2), R10
+	LEAQ   (R9)(BX*2), R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	XORQ   R12, R12
+	CMPQ   R8, R12
+	JE     dotsF16x_4_32_done
+
+dotsF16x_4_32_loop:
+	VCVTPH2PS (CX)(R12*2), Z8
+	VMULPS    (AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z0, Z0
+	VCVTPH2PS 32(CX)(R12*2), Z8
+	VMULPS    64(AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z1, Z1
+	VCVTPH2PS (R9)(R12*2), Z8
+	VMULPS    (AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z2, Z2
+	VCVTPH2PS 32(R9)(R12*2), Z8
+	VMULPS    64(AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z3, Z3
+	VCVTPH2PS (R10)(R12*2), Z8
+	VMULPS    (AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z4, Z4
+	VCVTPH2PS 32(R10)(R12*2), Z8
+	VMULPS    64(AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z5, Z5
+	VCVTPH2PS (R11)(R12*2), Z8
+	VMULPS    (AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z6, Z6
+	VCVTPH2PS 32(R11)(R12*2), Z8
+	VMULPS    64(AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z7, Z7
+	ADDQ      $0x20, R12
+	CMPQ      R8, R12
+	JNE       dotsF16x_4_32_loop
+
+dotsF16x_4_32_done:
+	MOVQ      DX, R13
+	SUBQ      R12, R13
+	JZ        dotsF16x_4_sum
+	CMPQ      R13, $0x10
+	JL        dotsF16x_4_8
+	VCVTPH2PS (CX)(R12*2), Z8
+	VMULPS    (AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z0, Z0
+	VCVTPH2PS (R9)(R12*2), Z8
+	VMULPS    (AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z2, Z2
+	VCVTPH2PS (R10)(R12*2), Z8
+	VMULPS    (AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z4, Z4
+	VCVTPH2PS (R11)(R12*2), Z8
+	VMULPS    (AX)(R12*4), Z8, Z8
+	VADDPS    Z8, Z6, Z6
+	CMPQ      R13, $0x10
+	JE        dotsF16x_4_sum
+	VCVTPH2PS 32(CX)(R12*2), Y9
+	VMULPS    64(AX)(R12*4), Y9, Y9
+	VADDPS    Z9, Z1, Z1
+	VCVTPH2PS 32(R9)(R12*2), Y9
+	VMULPS    64(AX)(R12*4), Y9, Y9
+	VADDPS    Z9, Z3, Z3
+	VCVTPH2PS 32(R10)(R12*2), Y9
+	VMULPS    64(AX)(R12*4), Y9, Y9
+	VADDPS    Z9, Z5, Z5
+	VCVTPH2PS 32(R11)(R12*2), Y9
+	VMULPS    64(AX)(R12*4), Y9, Y9
+	VADDPS    Z9, Z7, Z7
+	JMP       dotsF16x_4_sum
+
+dotsF16x_4_8:
+	VCVTPH2PS (CX)(R12*2), Y9
+	VMULPS    (AX)(R12*4), Y9, Y9
+	VADDPS    Z9, Z0, Z0
+	VCVTPH2PS (R9)(R12*2), Y9
+	VMULPS    (AX)(R12*4), Y9, Y9
+	VADDPS    Z9, Z2, Z2
+	VCVTPH2PS (R10)(R12*2), Y9
+	VMULPS    (AX)(R12*4), Y9, Y9
+	VADDPS    Z9, Z4, Z4
+	VCVTPH2PS (R11)(R12*2), Y9
+	VMULPS    (AX)(R12*4), Y9, Y9
+	VADDPS    Z9, Z6, Z6
+
+dotsF16x_4_sum:
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y8, Y0, Y8
+	VEXTRACTF64X4 $0x01, Z1, Y9
+	VADDPS        Y9, Y1, Y9
+	VADDPS        Y9, Y8, Y9
+	VEXTRACTF64X4 $0x01, Z2, Y8
+	VADDPS        Y8, Y2, Y8
+	VEXTRACTF64X4 $0x01, Z3, Y12
+	VADDPS        Y12, Y3, Y12
+	VADDPS        Y12, Y8, Y8
+	VEXTRACTF64X4 $0x01, Z4, Y12
+	VADDPS        Y12, Y4, Y12
+	VEXTRACTF64X4 $0x01, Z5, Y13
+	VADDPS        Y13, Y5, Y13
+	VADDPS        Y13, Y12, Y12
+	VEXTRACTF64X4 $0x01, Z6, Y13
+	VADDPS        Y13, Y6, Y13
+	VEXTRACTF64X4 $0x01, Z7, Y14
+	VADDPS        Y14, Y7, Y14
+	VADDPS        Y14, Y13, Y13
+	VINSERTF64X4  $0x01, Y8, Z9, Z8
+	VINSERTF64X4  $0x01, Y13, Z12, Z13
+	VSHUFF32X4    $0x88, Z13, Z8, Z14
+	VSHUFF32X4    $0xdd, Z13, Z8, Z8
+	VADDPS        Z8, Z14, Z14
+	VPERMILPS     $0x4e, Z14, Z8
+	VADDPS        Z8, Z14, Z14
+	VPERMILPS     $0xb1, Z14, Z8
+	VADDPS        Z8, Z14, Z14
+	VCOMPRESSPS   Z14, K1, (SI)
+	ADDQ          $0x10, SI
+	LEAQ          (CX)(BX*4), CX
+	SUBQ          $0x04, DI
+	JMP           dotsF16x_4
+
+dotsF16x_1:
+	CMPQ   DI, $0x00
+	JE     dotsF16x_done
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	XORQ   R9, R9
+	CMPQ   R8, R9
+	JE     dotsF16x_1_32_done
+
+dotsF16x_1_32_loop:
+	VCVTPH2PS (CX)(R9*2), Z0
+	VMULPS    (AX)(R9*4), Z0, Z0
+	VADDPS    Z0, Z10, Z10
+	VCVTPH2PS 32(CX)(R9*2), Z0
+	VMULPS    64(AX)(R9*4), Z0, Z0
+	VADDPS    Z0, Z11, Z11
+	ADDQ      $0x20, R9
+	CMPQ      R8, R9
+	JNE       dotsF16x_1_32_loop
+
+dotsF16x_1_32_done:
+	MOVQ      DX, R10
+	SUBQ      R9, R10
+	JZ        dotsF16x_1_sum
+	CMPQ      R10, $0x10
+	JL        dotsF16x_1_8
+	VCVTPH2PS (CX)(R9*2), Z0
+	VMULPS    (AX)(R9*4), Z0, Z0
+	VADDPS    Z0, Z10, Z10
+	CMPQ      R10, $0x10
+	JE        dotsF16x_1_sum
+	VCVTPH2PS 32(CX)(R9*2), Y9
+	VMULPS    64(AX)(R9*4), Y9, Y9
+	VADDPS    Z9, Z11, Z11
+	JMP       dotsF16x_1_sum
+
+dotsF16x_1_8:
+	VCVTPH2PS (CX)(R9*2), Y9
+	VMULPS    (AX)(R9*4), Y9, Y9
+	VADDPS    Z9, Z10, Z10
+
+dotsF16x_1_sum:
+	VEXTRACTF64X4 $0x01, Z10, Y0
+	VADDPS        Y0, Y10, Y0
+	VEXTRACTF64X4 $0x01, Z11, Y1
+	VADDPS        Y1, Y11, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VMOVHLPS      X0, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	VMOVSS        X0, (SI)
+	ADDQ          $0x04, SI
+	ADDQ          BX, CX
+	DECQ          DI
+	JMP           dotsF16x_1
+
+dotsF16x_done:
+	VZEROUPPER
+	RET
+
+// func axpysF16AVX512(a *float32, x *uint16, stride int, y *float32, n int, count int)
+// Requires: AVX, AVX512F, F16C
+TEXT ·axpysF16AVX512(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ stride+16(FP), DX
+	MOVQ y+24(FP), BX
+	MOVQ n+32(FP), SI
+
+axpysF16x_128:
+	CMPQ    SI, $0x80
+	JL      axpysF16x_16
+	VMOVUPS (BX), Z0
+	VMOVUPS 64(BX), Z1
+	VMOVUPS 128(BX), Z2
+	VMOVUPS 192(BX), Z3
+	VMOVUPS 256(BX), Z4
+	VMOVUPS 320(BX), Z5
+	VMOVUPS 384(BX), Z6
+	VMOVUPS 448(BX), Z7
+	MOVQ    CX, DI
+	MOVQ    AX, R8
+	MOVQ    count+40(FP), R9
+
+axpysF16x_128t:
+	VBROADCASTSS (R8), Z8
+	VCVTPH2PS    (DI), Z9
+	VMULPS       Z8, Z9, Z9
+	VADDPS       Z9, Z0, Z0
+	VCVTPH2PS    32(DI), Z9
+	VMULPS       Z8, Z9, Z9
+	VADDPS       Z9, Z1, Z1
+	VCVTPH2PS    64(DI), Z9
+	VMULPS       Z8, Z9, Z9
+	VADDPS       Z9, Z2, Z2
+	VCVTPH2PS    96(DI), Z9
+	VMULPS       Z8, Z9, Z9
+	VADDPS       Z9, Z3, Z3
+	VCVTPH2PS    128(DI), Z9
+	VMULPS       Z8, Z9, Z9
+	VADDPS       Z9, Z4, Z4
+	VCVTPH2PS    160(DI), Z9
+	VMULPS       Z8, Z9, Z9
+	VADDPS       Z9, Z5, Z5
+	VCVTPH2PS    192(DI), Z9
+	VMULPS       Z8, Z9, Z9
+	VADDPS       Z9, Z6, Z6
+	VCVTPH2PS    224(DI), Z9
+	VMULPS       Z8, Z9, Z9
+	VADDPS       Z9, Z7, Z7
+	ADDQ         $0x04, R8
+	ADDQ         DX, DI
+	DECQ         R9
+	JNZ          axpysF16x_128t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	VMOVUPS      Z2, 128(BX)
+	VMOVUPS      Z3, 192(BX)
+	VMOVUPS      Z4, 256(BX)
+	VMOVUPS      Z5, 320(BX)
+	VMOVUPS      Z6, 384(BX)
+	VMOVUPS      Z7, 448(BX)
+	ADDQ         $0x00000200, BX
+	ADDQ         $0x00000100, CX
+	SUBQ         $0x00000080, SI
+	JMP          axpysF16x_128
+
+axpysF16x_16:
+	CMPQ    SI, $0x10
+	JL      axpysF16x_8
+	VMOVUPS (BX), Z0
+	MOVQ    CX, DI
+	MOVQ    AX, R8
+	MOVQ    count+40(FP), R9
+
+axpysF16x_16t:
+	VBROADCASTSS (R8), Z1
+	VCVTPH2PS    (DI), Z2
+	VMULPS       Z1, Z2, Z2
+	VADDPS       Z2, Z0, Z0
+	ADDQ         $0x04, R8
+	ADDQ         DX, DI
+	DECQ         R9
+	JNZ          axpysF16x_16t
+	VMOVUPS      Z0, (BX)
+	ADDQ         $0x00000040, BX
+	ADDQ         $0x00000020, CX
+	SUBQ         $0x00000010, SI
+	JMP          axpysF16x_16
+
+axpysF16x_8:
+	CMPQ    SI, $0x08
+	JL      axpysF16x_done
+	VMOVUPS (BX), Y0
+	MOVQ    CX, DI
+	MOVQ    AX, R8
+	MOVQ    count+40(FP), R9
+
+axpysF16x_8t:
+	VBROADCASTSS (R8), Y1
+	VCVTPH2PS    (DI), Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	ADDQ         $0x04, R8
+	ADDQ         DX, DI
+	DECQ         R9
+	JNZ          axpysF16x_8t
+	VMOVUPS      Y0, (BX)
+	ADDQ         $0x00000020, BX
+	ADDQ         $0x00000010, CX
+	SUBQ         $0x00000008, SI
+	JMP          axpysF16x_8
+
+axpysF16x_done:
+	VZEROUPPER
+	RET
+
 // func toF16AVX2(dst *uint16, x *float32, n int)
 // Requires: AVX, F16C
 TEXT ·toF16AVX2(SB), NOSPLIT, $0-24

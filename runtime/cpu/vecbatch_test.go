@@ -12,13 +12,29 @@ import (
 // TestDotsAxpysF16 checks the batched attention operations against the
 // one-row ones of the scalar path, bit for bit: DotsF16 against DotF16 row
 // by row, AxpysF16 against AxpyF16 row after row, for head sizes that are
-// and are not multiples of 8 or of 64, one to 37 rows, strides longer
-// than a row, f16 values of every exponent (Inf and NaN included), and
-// that nothing past out or y is written.
+// and are not multiples of 8, 16, 32 or 64 (the AVX-512 kernels' steps),
+// one to 37 rows (the AVX-512 dots take four a step), strides longer than
+// a row, f16 values of every exponent (Inf and NaN included), and that
+// nothing past out or y is written; with the scalar kernels, the best set
+// this CPU runs (SetSIMD), and every set of testLevels (the AVX-512 one
+// under x86sim on a CPU without it).
 func TestDotsAxpysF16(t *testing.T) {
+	checkDotsAxpysF16(t, func(on bool, f func()) { withSIMD(on, f) })
+	forLevels(t, func(t *testing.T, k *kernels) {
+		checkDotsAxpysF16(t, func(on bool, f func()) {
+			if on {
+				withKernels(k, f)
+			} else {
+				withKernels(nil, f)
+			}
+		})
+	})
+}
+
+func checkDotsAxpysF16(t *testing.T, withSIMD func(bool, func())) {
 	rng := rand.New(rand.NewPCG(81, 82))
-	for _, n := range []int{8, 13, 64, 72, 128, 256} {
-		for _, rows := range []int{1, 5, 37} {
+	for _, n := range []int{8, 13, 16, 24, 40, 64, 72, 80, 96, 128, 136, 256} {
+		for _, rows := range []int{1, 3, 4, 5, 8, 37} {
 			stride := n + 8*rng.IntN(4)
 			b := make([]uint16, (rows-1)*stride+n)
 			for i := range b {

@@ -139,8 +139,8 @@ func DotsF16(a []float32, b []uint16, stride int, out []float32) {
 		return
 	}
 	b = b[:(len(out)-1)*stride+len(a)]
-	if n := len(a); asmOn() && n > 0 && n%8 == 0 {
-		dotsF16AVX2(&a[0], &b[0], n, 2*stride, &out[0], len(out))
+	if k, n := active.Load(), len(a); k != nil && n > 0 && n%8 == 0 {
+		k.dotsF16(&a[0], &b[0], n, 2*stride, &out[0], len(out))
 		return
 	}
 	for t := range out {
@@ -156,8 +156,8 @@ func AxpysF16(a []float32, x []uint16, stride int, y []float32) {
 		return
 	}
 	x = x[:(len(a)-1)*stride+len(y)]
-	if n := len(y); asmOn() && n > 0 && n%8 == 0 {
-		axpysF16AVX2(&a[0], &x[0], 2*stride, &y[0], n, len(a))
+	if k, n := active.Load(), len(y); k != nil && n > 0 && n%8 == 0 {
+		k.axpysF16(&a[0], &x[0], 2*stride, &y[0], n, len(a))
 		return
 	}
 	for t, v := range a {

@@ -31,6 +31,8 @@ func main() {
 	axpyF16()
 	dotsF16()
 	axpysF16()
+	dotsF16x512()
+	axpysF16x512()
 	toF16()
 	roundF16()
 	scaleMax()

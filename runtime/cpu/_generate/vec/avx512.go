@@ -1,0 +1,231 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// dotsF16x512 writes dotsF16AVX512: dotsF16AVX2 with 16-lane registers and
+// four rows a step. Partial sum j of dotF16Go (the elements i = j mod 32)
+// is lane j of the rows' two accumulators [p0..p15] [p16..p31], so every
+// product and sum is dotF16Go's, in its order; the reduction tree of four
+// rows runs in the lanes of one register (reduce4x512).
+func dotsF16x512() {
+	TEXT("dotsF16AVX512", NOSPLIT, "func(a *float32, b *uint16, n, stride int, out *float32, count int)")
+	Pragma("noescape")
+	Doc("dotsF16AVX512 sets out[t] = dotF16Go(a[:n], row t of b) for t < count, row t",
+		"at b + t*stride bytes, n a multiple of 8 and count at least 1.")
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n"), GP64())
+	stride := Load(Param("stride"), GP64())
+	out := Load(Param("out"), GP64())
+	count := Load(Param("count"), GP64())
+	n32 := GP64()
+	MOVQ(n, n32)
+	ANDQ(I8(-32), n32)
+	k := K()
+	m := GP32()
+	MOVL(U32(0x1111), m)
+	KMOVW(m, k)
+
+	Label("dotsF16x_4")
+	CMPQ(count, U8(4))
+	JL(LabelRef("dotsF16x_1"))
+	rows := []Register{b, GP64(), GP64(), GP64()}
+	LEAQ(Mem{Base: b, Index: stride, Scale: 1}, rows[1])
+	LEAQ(Mem{Base: b, Index: stride, Scale: 2}, rows[2])
+	LEAQ(Mem{Base: rows[1], Index: stride, Scale: 2}, rows[3])
+	s := dotsRows512("dotsF16x_4", a, rows, n, n32)
+	reduce4x512(s, k, out)
+	ADDQ(U8(16), out)
+	LEAQ(Mem{Base: b, Index: stride, Scale: 4}, b)
+	SUBQ(U8(4), count)
+	JMP(LabelRef("dotsF16x_4"))
+
+	Label("dotsF16x_1")
+	CMPQ(count, U8(0))
+	JE(LabelRef("dotsF16x_done"))
+	sv := dotsRows512("dotsF16x_1", a, []Register{b}, n, n32)[0]
+	r, h := sv.AsX(), XMM()
+	VEXTRACTF128(U8(1), sv, h)
+	VADDPS(h, r, r) // t_k = s_k + s_k+4
+	VMOVHLPS(r, r, h)
+	VADDPS(h, r, r) // (t0+t2, t1+t3, ...)
+	VMOVSHDUP(r, h)
+	VADDSS(h, r, r) // (t0+t2) + (t1+t3)
+	VMOVSS(r, Mem{Base: out})
+	ADDQ(U8(4), out)
+	ADDQ(stride, b)
+	DECQ(count)
+	JMP(LabelRef("dotsF16x_1"))
+
+	Label("dotsF16x_done")
+	VZEROUPPER()
+	RET()
+}
+
+// dotsRows512 accumulates the products of a[:n] with each of rows (f16)
+// in two 16-lane partial sums per row, the elements i of [32c, 32c+32) in
+// [p0..p15 | p16..p31], the last 8, 16 or 24 in p0..p7, p0..p15 and then
+// p16..p23, as dotF16Go; it returns each row's s_j = (p_j + p_j+8) +
+// (p_j+16 + p_j+24), j < 8, in a YMM register. A partial sum is never -0
+// (it starts at +0, and x + y is -0 only for two -0), so the zero upper
+// lanes of a last 8 products leave it unchanged.
+func dotsRows512(name string, a Register, rows []Register, n, n32 Register) []VecVirtual {
+	pa := make([]VecVirtual, len(rows))
+	pb := make([]VecVirtual, len(rows))
+	for r := range rows {
+		pa[r], pb[r] = ZMM(), ZMM()
+		VPXORD(pa[r], pa[r], pa[r])
+		VPXORD(pb[r], pb[r], pb[r])
+	}
+	i := GP64()
+	add16 := func(r int, acc VecVirtual, disp int) {
+		t := ZMM()
+		VCVTPH2PS(Mem{Base: rows[r], Index: i, Scale: 2, Disp: 2 * disp}, t)
+		VMULPS(Mem{Base: a, Index: i, Scale: 4, Disp: 4 * disp}, t, t)
+		VADDPS(t, acc, acc)
+	}
+	add8 := func(r int, acc VecVirtual, disp int) {
+		t := YMM()
+		VCVTPH2PS(Mem{Base: rows[r], Index: i, Scale: 2, Disp: 2 * disp}, t)
+		VMULPS(Mem{Base: a, Index: i, Scale: 4, Disp: 4 * disp}, t, t)
+		VADDPS(t.AsZ(), acc, acc)
+	}
+	loop(name+"_32", i, n32, 32, func() {
+		for r := range rows {
+			add16(r, pa[r], 0)
+			add16(r, pb[r], 16)
+		}
+	})
+	rem := GP64()
+	MOVQ(n, rem)
+	SUBQ(i, rem)
+	JZ(LabelRef(name + "_sum"))
+	CMPQ(rem, U8(16))
+	JL(LabelRef(name + "_8"))
+	for r := range rows {
+		add16(r, pa[r], 0)
+	}
+	CMPQ(rem, U8(16))
+	JE(LabelRef(name + "_sum"))
+	for r := range rows {
+		add8(r, pb[r], 16)
+	}
+	JMP(LabelRef(name + "_sum"))
+	Label(name + "_8")
+	for r := range rows {
+		add8(r, pa[r], 0)
+	}
+	Label(name + "_sum")
+	s := make([]VecVirtual, len(rows))
+	for r := range rows {
+		h, g := YMM(), YMM()
+		VEXTRACTF64X4(U8(1), pa[r], h)
+		VADDPS(h, pa[r].AsY(), h) // p_j + p_j+8
+		VEXTRACTF64X4(U8(1), pb[r], g)
+		VADDPS(g, pb[r].AsY(), g) // p_j+16 + p_j+24
+		s[r] = YMM()
+		VADDPS(g, h, s[r])
+	}
+	return s
+}
+
+// reduce4x512 finishes the dot products of four rows from their s (8
+// lanes each) with dotF16Go's tree, t_k = s_k + s_k+4 then (t0 + t2) +
+// (t1 + t3), one 128-bit lane per row, and stores the four to out; k
+// holds the mask 0x1111 (lane 0 of each 128-bit lane).
+func reduce4x512(s []VecVirtual, k Register, out Register) {
+	p01, p23 := ZMM(), ZMM()
+	VINSERTF64X4(U8(1), s[1], s[0].AsZ(), p01) // [L0 H0 L1 H1]
+	VINSERTF64X4(U8(1), s[3], s[2].AsZ(), p23) // [L2 H2 L3 H3]
+	u, v := ZMM(), ZMM()
+	VSHUFF32X4(U8(0x88), p23, p01, u) // [L0 L1 L2 L3]
+	VSHUFF32X4(U8(0xdd), p23, p01, v) // [H0 H1 H2 H3]
+	VADDPS(v, u, u)                   // per row [t0 t1 t2 t3]
+	w := ZMM()
+	VPERMILPS(U8(0x4e), u, w) // [t2 t3 t0 t1]
+	VADDPS(w, u, u)           // [t0+t2 t1+t3 ...]
+	VPERMILPS(U8(0xb1), u, w) // [t1+t3 t0+t2 ...]
+	VADDPS(w, u, u)           // lane 0: (t0+t2) + (t1+t3)
+	VCOMPRESSPS(u, k, Mem{Base: out})
+}
+
+// axpysF16x512 writes axpysF16AVX512: axpysF16AVX2 with 16-lane registers,
+// chunks of 128 elements of y in eight registers over every row, then of
+// 16, then of 8; each element gets the same product and sum per row, in
+// row order.
+func axpysF16x512() {
+	TEXT("axpysF16AVX512", NOSPLIT, "func(a *float32, x *uint16, stride int, y *float32, n, count int)")
+	Pragma("noescape")
+	Doc("axpysF16AVX512 does axpyF16Go(a[t], row t of x, y[:n]) for t = 0, 1, ..., count-1,",
+		"row t at x + t*stride bytes, n a multiple of 8 and count at least 1.")
+	pa := Load(Param("a"), GP64())
+	x := Load(Param("x"), GP64())
+	stride := Load(Param("stride"), GP64())
+	y := Load(Param("y"), GP64())
+	n := Load(Param("n"), GP64())
+	chunk := func(name string, regs, lanes int) {
+		acc := make([]VecVirtual, regs)
+		vec := func() VecVirtual {
+			if lanes == 16 {
+				return ZMM()
+			}
+			return YMM()
+		}
+		for j := range acc {
+			acc[j] = vec()
+			VMOVUPS(Mem{Base: y, Disp: 4 * lanes * j}, acc[j])
+		}
+		xr, ar, cnt := GP64(), GP64(), GP64()
+		MOVQ(x, xr)
+		MOVQ(pa, ar)
+		Load(Param("count"), cnt)
+		Label(name)
+		av := vec()
+		VBROADCASTSS(Mem{Base: ar}, av)
+		for j := range acc {
+			t := vec()
+			VCVTPH2PS(Mem{Base: xr, Disp: 2 * lanes * j}, t)
+			VMULPS(av, t, t)
+			VADDPS(t, acc[j], acc[j])
+		}
+		ADDQ(U8(4), ar)
+		ADDQ(stride, xr)
+		DECQ(cnt)
+		JNZ(LabelRef(name))
+		for j := range acc {
+			VMOVUPS(acc[j], Mem{Base: y, Disp: 4 * lanes * j})
+		}
+		ADDQ(U32(4*lanes*regs), y)
+		ADDQ(U32(2*lanes*regs), x)
+		SUBQ(U32(lanes*regs), n)
+	}
+	for _, c := range []struct{ regs, lanes int }{{8, 16}, {1, 16}, {1, 8}} {
+		name := "axpysF16x_" + itoa(c.regs*c.lanes)
+		Label(name)
+		CMPQ(n, U8(c.regs*c.lanes))
+		next := "axpysF16x_" + itoa(8)
+		switch c.regs * c.lanes {
+		case 128:
+			next = "axpysF16x_16"
+		case 8:
+			next = "axpysF16x_done"
+		}
+		JL(LabelRef(next))
+		chunk(name+"t", c.regs, c.lanes)
+		JMP(LabelRef(name))
+	}
+	Label("axpysF16x_done")
+	VZEROUPPER()
+	RET()
+}
+
+func itoa(v int) string {
+	if v >= 10 {
+		return itoa(v/10) + string(rune('0'+v%10))
+	}
+	return string(rune('0' + v))
+}
