@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -117,6 +118,8 @@ func vecShapes(t planar.Type) []planar.Geometry {
 		// by broadcasts.
 		{Type: t, N: 45, K: 8 * u, Columns: 2, KTile: 4 * u},
 		{Type: t, N: 27, K: 10 * u, Columns: 1, KTile: 5 * u},
+		// Groups of tallRows rows and more (rowsQ4_0, rowsQ8_0).
+		{Type: t, N: 2*tallRows + 6, K: 2 * u, Columns: 2, KTile: u},
 	}
 }
 
@@ -515,5 +518,27 @@ func TestSetLevel(t *testing.T) {
 	}
 	if SIMD() != ls[len(ls)-1] {
 		t.Fatalf("a refused SetLevel changed the level to %q", SIMD())
+	}
+}
+
+// TestTallGroupsKernels checks the choice of rows kernels by group height:
+// the AVX-512 set's Q4_0 and Q8_0 products take the AVX2 kernels on groups
+// of tallRows rows or more and its own below; the AVX2 set its own on all.
+func TestTallGroupsKernels(t *testing.T) {
+	same := func(a, b any) bool { return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer() }
+	for _, c := range []struct {
+		n      int
+		k      *kernels
+		q4, q8 any
+	}{
+		{8 * (tallRows - 1), avx512Kernels, q4_0RowsAVX512, q8_0RowsAVX512},
+		{8 * tallRows, avx512Kernels, q4_0RowsAVX2, q8_0RowsAVX2},
+		{8 * tallRows, avx2Kernels, q4_0RowsAVX2, q8_0RowsAVX2},
+		{8 * (tallRows - 1), avx2Kernels, q4_0RowsAVX2, q8_0RowsAVX2},
+	} {
+		g := planar.Geometry{Type: planar.Q4_0, N: c.n, K: 128, Columns: 8, KTile: 128}
+		if !same(c.k.rowsQ4_0(g), c.q4) || !same(c.k.rowsQ8_0(g), c.q8) {
+			t.Errorf("set %s, groups of %d rows: not the expected rows kernels", c.k.name, g.RowsPerGroup())
+		}
 	}
 }
