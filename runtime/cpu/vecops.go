@@ -50,10 +50,7 @@ func DotF16(a []float32, b []uint16) float32 {
 // as long): the KV cache's stores.
 func ToF16(dst []uint16, x []float32) {
 	dst = dst[:len(x)]
-	n := 0
-	if asmOn() {
-		n = len(x) &^ 7
-	}
+	n := vecPart(len(x))
 	if n > 0 {
 		toF16AVX2(&dst[0], &x[0], n)
 	}
@@ -62,13 +59,20 @@ func ToF16(dst []uint16, x []float32) {
 	}
 }
 
+// vecPart is how many of n elements the AVX2 element-wise kernels take
+// (the multiple of 8 at most n; none without them); the Go twins do the
+// rest.
+func vecPart(n int) int {
+	if asmOn() {
+		return n &^ 7
+	}
+	return 0
+}
+
 // RoundF16 rounds x[i] to binary16 and back in place: F16ToF32(
 // planar.F32ToF16(x[i])), the f16 query and weights of the attention.
 func RoundF16(x []float32) {
-	n := 0
-	if asmOn() {
-		n = len(x) &^ 7
-	}
+	n := vecPart(len(x))
 	if n > 0 {
 		roundF16AVX2(&x[0], n)
 	}
@@ -80,13 +84,9 @@ func RoundF16(x []float32) {
 // ScaleMax multiplies each x[i] by s in place and returns the largest
 // product: NaN if one is NaN, -Inf for no x; a zero largest may come back
 // as either zero (what a softmax does with it, x[i] - max, gives the same
-// bits: see TestSoftmaxZeroMax). With s = 1 it is the maximum of x.
+// bits: see TestScaleMaxNaNAndZeros). With s = 1 it is the maximum of x.
 func ScaleMax(x []float32, s float32) float32 {
-	n := 0
-	mx := float32(math.Inf(-1))
-	if asmOn() {
-		n = len(x) &^ 7
-	}
+	n, mx := vecPart(len(x)), float32(math.Inf(-1))
 	if n > 0 {
 		mx = scaleMaxAVX2(&x[0], n, s)
 	}
@@ -105,10 +105,7 @@ func scaleMaxGo(x []float32, s, mx float32) float32 {
 
 // Scale multiplies each x[i] by s in place.
 func Scale(x []float32, s float32) {
-	n := 0
-	if asmOn() {
-		n = len(x) &^ 7
-	}
+	n := vecPart(len(x))
 	if n > 0 {
 		scaleAVX2(&x[0], n, s)
 	}
@@ -120,10 +117,7 @@ func Scale(x []float32, s float32) {
 // ScaleRoundF16 sets x[i] to x[i]*s rounded to binary16 (Scale, then
 // RoundF16).
 func ScaleRoundF16(x []float32, s float32) {
-	n := 0
-	if asmOn() {
-		n = len(x) &^ 7
-	}
+	n := vecPart(len(x))
 	if n > 0 {
 		scaleRoundF16AVX2(&x[0], n, s)
 	}

@@ -12,19 +12,7 @@ import (
 // product and sum is dotF16Go's, in its order; the reduction tree of four
 // rows runs in the lanes of one register (reduce4x512).
 func dotsF16x512() {
-	TEXT("dotsF16AVX512", NOSPLIT, "func(a *float32, b *uint16, n, stride int, out *float32, count int)")
-	Pragma("noescape")
-	Doc("dotsF16AVX512 sets out[t] = dotF16Go(a[:n], row t of b) for t < count, row t",
-		"at b + t*stride bytes, n a multiple of 8 and count at least 1.")
-	a := Load(Param("a"), GP64())
-	b := Load(Param("b"), GP64())
-	n := Load(Param("n"), GP64())
-	stride := Load(Param("stride"), GP64())
-	out := Load(Param("out"), GP64())
-	count := Load(Param("count"), GP64())
-	n32 := GP64()
-	MOVQ(n, n32)
-	ANDQ(I8(-32), n32)
+	a, b, n, stride, out, count, n32 := dotsBegin("dotsF16AVX512")
 	k := K()
 	m := GP32()
 	MOVL(U32(0x1111), m)

@@ -251,19 +251,7 @@ func dotF16Body(name string, a, b, n, n32 Register) Register {
 // rows stride bytes apart, each with the same partial sums and reduction
 // tree, into out (the attention scores of one query, in one call).
 func dotsF16() {
-	TEXT("dotsF16AVX2", NOSPLIT, "func(a *float32, b *uint16, n, stride int, out *float32, count int)")
-	Pragma("noescape")
-	Doc("dotsF16AVX2 sets out[t] = dotF16Go(a[:n], row t of b) for t < count, row t",
-		"at b + t*stride bytes, n a multiple of 8 and count at least 1.")
-	a := Load(Param("a"), GP64())
-	b := Load(Param("b"), GP64())
-	n := Load(Param("n"), GP64())
-	stride := Load(Param("stride"), GP64())
-	out := Load(Param("out"), GP64())
-	count := Load(Param("count"), GP64())
-	n32 := GP64()
-	MOVQ(n, n32)
-	ANDQ(I8(-32), n32)
+	a, b, n, stride, out, count, n32 := dotsBegin("dotsF16AVX2")
 	Label("dotsF16_row")
 	sx := dotF16Body("dotsF16", a, b, n, n32)
 	VMOVSS(sx, Mem{Base: out})
@@ -273,6 +261,25 @@ func dotsF16() {
 	JNZ(LabelRef("dotsF16_row"))
 	VZEROUPPER()
 	RET()
+}
+
+// dotsBegin opens the dots kernel name (dotsF16AVX2 or its AVX-512 twin)
+// and loads its arguments, and n rounded down to a multiple of 32.
+func dotsBegin(name string) (a, b, n, stride, out, count, n32 Register) {
+	TEXT(name, NOSPLIT, "func(a *float32, b *uint16, n, stride int, out *float32, count int)")
+	Pragma("noescape")
+	Doc(name+" sets out[t] = dotF16Go(a[:n], row t of b) for t < count, row t",
+		"at b + t*stride bytes, n a multiple of 8 and count at least 1.")
+	a = Load(Param("a"), GP64())
+	b = Load(Param("b"), GP64())
+	n = Load(Param("n"), GP64())
+	stride = Load(Param("stride"), GP64())
+	out = Load(Param("out"), GP64())
+	count = Load(Param("count"), GP64())
+	n32 = GP64()
+	MOVQ(n, n32)
+	ANDQ(I8(-32), n32)
+	return
 }
 
 // axpysF16 writes axpysF16AVX2: for t < count, axpyF16Go(a[t], row t of x,
