@@ -8,13 +8,15 @@ import (
 	"github.com/xdna-go/xdna/layout"
 )
 
-// arena hands out the packed blobs' buffers from one region allocated once,
-// in the order they are asked for (plan order: the dispatcher asks), and
-// takes them back in any order (the packers finish in any order). Space is
-// reused once every buffer handed out before it has come back, so the
-// region is a ring: after its first lap, packing touches no new memory (no
-// page faults, no garbage for the collector; on the development VM the
-// pool of buffers it replaces spent 5-9% of the pack's CPU time in both).
+// arena hands out the pipeline's buffers (the source bytes of entries, the
+// packed blobs: an arena each) from one region allocated once, in the
+// order they are asked for (plan order: the reader and the dispatcher
+// ask), and takes them back in any order (the hasher and the packers
+// finish in any order). Space is reused once every buffer handed out
+// before it has come back, so the region is a ring: after its first lap,
+// the pipeline touches no new memory (no page faults, no garbage for the
+// collector; on the development VM the pool of buffers it replaces spent
+// 5-9% of the pack's CPU time in both).
 // Every buffer starts on a layout.BlobAlign boundary of the region and has
 // its length rounded up to one as capacity: the Writer writes it, padding
 // included, in whole pages.
@@ -25,7 +27,7 @@ import (
 //
 // A buffer larger than the region waits until the region is empty, gets a
 // layout.BlobBuf of its own, and holds the whole region until it comes back,
-// so the bytes held stay within max(size, the largest blob).
+// so the bytes held stay within max(size, the largest buffer).
 type arena struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
