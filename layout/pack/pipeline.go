@@ -47,8 +47,8 @@ import (
 //     packer blocked in a write leaves its P to the others. The Writer
 //     starts the write-back and syncs the file in the background as it
 //     grows.
-//   - The packers compute each blob's checksum right after packing it,
-//     while it is in their cache.
+//   - The packers compute each blob's checksum as they pack it, a column
+//     group at a time, while it is in their cache.
 //   - The pipeline runs with one P more than there are cores (morePs).
 //
 // The output is the serial loop's byte for byte (writeTensorsSerial in the
@@ -289,16 +289,22 @@ func morePs() (restore func()) {
 
 // pack packs j.src into j.dst (a raw entry is copied: the blob goes to the
 // file from an arena buffer, padded to whole pages, as every other blob does),
-// computes its checksum and writes it at j.off.
+// computes its checksum and writes it at j.off. The checksum of a packed
+// blob is computed a column group at a time, as planar.PackFunc finishes
+// each, while the group is in the cache: on the development VM, a pass
+// over the whole blob after packing it read it back from memory.
 func pack(opt *Options, w *layout.Writer, j *packJob, cpu chan struct{}) error {
 	var err error
 	cpu <- struct{}{}
 	if j.e.Format != layout.FormatRaw {
-		err = planar.Pack(j.e.geom, j.src, j.dst)
+		crc := uint32(0)
+		err = planar.PackFunc(j.e.geom, j.src, j.dst, func(b []byte) { crc = layout.UpdateChecksum(crc, b) })
+		j.crc = crc
 	} else if copy(j.dst, j.src) != len(j.dst) {
 		err = fmt.Errorf("%d bytes of data for a raw blob of %d", len(j.src), len(j.dst))
+	} else {
+		j.crc = layout.Checksum(j.dst)
 	}
-	j.crc = layout.Checksum(j.dst)
 	<-cpu
 	if err != nil {
 		return fmt.Errorf("%s: tensor %q: %w", opt.Input, j.e.Name, err)
