@@ -370,6 +370,14 @@ func TestArena(t *testing.T) {
 	if len(a.spans) != 0 {
 		t.Fatalf("%d spans left after every buffer came back", len(a.spans))
 	}
+	// A buffer larger than the region reuses the last one that fits.
+	b1, s1, _ := a.get(int(a.size) + 3*a4k)
+	a.put(s1)
+	b2, s2, _ := a.get(int(a.size) + a4k + 1)
+	a.put(s2)
+	if &b1[0] != &b2[0] || int64(cap(b2)) != a.size+2*a4k {
+		t.Errorf("a second buffer larger than the region: new memory (%v) or cap %d, want the first one's memory, cap %d", &b1[0] != &b2[0], cap(b2), a.size+2*a4k)
+	}
 	// A get that must wait is woken by cancel.
 	_, s, _ := a.get(int(a.size))
 	got := make(chan bool)
