@@ -19,9 +19,9 @@ import (
 // over the pages and 0.63 s on the second, while pread of the same 1 GB
 // into one reused buffer took 0.06 s (0.15 s into a 64 MiB one). The
 // pipeline's buffers are a ring that is reused (arena), so after its first
-// lap nothing is touched for the first time: packing the model took 1.5-1.65
-// s of CPU time in place of 2.1 s, and its hash, the pipeline's pace, ran
-// 0.15-0.2 s faster.
+// lap nothing is touched for the first time: packing the model took 1.5-1.8
+// s of CPU time in place of 2.0-2.5 s (medians of interleaved rounds), and
+// its hash, the pipeline's pace, 0.75-0.8 s in place of 0.9-1.0 s.
 type source struct {
 	g *layout.GGUF
 	r io.ReaderAt
