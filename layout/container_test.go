@@ -148,3 +148,21 @@ func FuzzManifest(f *testing.F) {
 		}
 	})
 }
+
+// TestUpdateChecksum checks that a checksum taken piece by piece, at every
+// split of a buffer, is the checksum of the whole.
+func TestUpdateChecksum(t *testing.T) {
+	b := make([]byte, 300)
+	for i := range b {
+		b[i] = byte(i*7 + i>>3)
+	}
+	want := layout.Checksum(b)
+	for i := 0; i <= len(b); i++ {
+		for _, j := range []int{i, (i + len(b)) / 2, len(b)} {
+			got := layout.UpdateChecksum(layout.UpdateChecksum(layout.UpdateChecksum(0, b[:i]), b[i:j]), b[j:])
+			if got != want {
+				t.Fatalf("split at %d and %d: %08x, want %08x", i, j, got, want)
+			}
+		}
+	}
+}

@@ -100,7 +100,14 @@ const chunkBytes = 64 << 10
 // Every byte of dst is written; the padding after each plane is zero.
 // Unpack is its exact inverse. Pack fails only on an invalid geometry or
 // buffer length: every byte pattern of the source blocks is representable.
-func Pack(g Geometry, src, dst []byte) error {
+func Pack(g Geometry, src, dst []byte) error { return PackFunc(g, src, dst, nil) }
+
+// PackFunc is Pack, and calls done (if not nil) with successive pieces of
+// dst, in order and together all of it, each as soon as it is final: a
+// column group's run, while it is still in the cache if it is no larger
+// than the cache (so that the caller can checksum the blob without reading
+// it from memory again). done must not keep or change the piece.
+func PackFunc(g Geometry, src, dst []byte, done func(piece []byte)) error {
 	if err := g.Check(); err != nil {
 		return err
 	}
@@ -111,6 +118,7 @@ func Pack(g Geometry, src, dst []byte) error {
 	rowBytes, tileBytes := g.Type.RowBytes(g.K), g.Type.RowBytes(g.KTile)
 	chunk := max(1, chunkBytes/rowBytes)
 	var p rowPlanes
+	sent := 0 // dst[:sent] has been given to done
 	for c := 0; c < g.Columns; c++ {
 		l := g.groupLayout(c)
 		if l.rows == 0 {
@@ -137,6 +145,14 @@ func Pack(g Geometry, src, dst []byte) error {
 				cd.pack(src[s:e:e], rowBytes, tileBytes, p)
 			}
 		}
+		if done != nil {
+			end := l.off[0] + g.Tiles()*l.stride
+			done(dst[sent:end:end])
+			sent = end
+		}
+	}
+	if done != nil && sent < len(dst) {
+		done(dst[sent:])
 	}
 	return nil
 }

@@ -278,6 +278,39 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestPackFuncPieces checks that PackFunc hands out dst in order, whole,
+// and only bytes that are final: each piece, kept as it was when handed
+// out, matches the blob at the end, and the blob is Pack's.
+func TestPackFuncPieces(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	for _, typ := range Supported() {
+		for _, g := range append(shapes(typ), Geometry{typ, 70, 16 * typ.BlockSize(), 8, 4 * typ.BlockSize()}) {
+			src := randomSource(rng, g.SourceBytes())
+			want := make([]byte, g.Size())
+			if err := Pack(g, src, want); err != nil {
+				t.Fatalf("%+v: Pack: %v", g, err)
+			}
+			dst := bytes.Repeat([]byte{0xa5}, g.Size()) // stale bytes
+			var got []byte
+			err := PackFunc(g, src, dst, func(piece []byte) {
+				if len(piece) == 0 {
+					t.Errorf("%+v: an empty piece", g)
+				}
+				if &piece[0] != &dst[len(got)] {
+					t.Fatalf("%+v: a piece at %p, want dst[%d]", g, &piece[0], len(got))
+				}
+				got = append(got, piece...)
+			})
+			if err != nil {
+				t.Fatalf("%+v: PackFunc: %v", g, err)
+			}
+			if !bytes.Equal(dst, want) || !bytes.Equal(got, want) {
+				t.Fatalf("%+v: PackFunc's blob (%v) or pieces (%d bytes, %v) differ from Pack's", g, bytes.Equal(dst, want), len(got), bytes.Equal(got, want))
+			}
+		}
+	}
+}
+
 // TestRoundTripSpecial packs blocks made of special values: all zero, all
 // ones, f16 NaNs with payloads, Inf, subnormal scales.
 func TestRoundTripSpecial(t *testing.T) {

@@ -8,13 +8,15 @@ import (
 	"github.com/xdna-go/xdna/layout"
 )
 
-// arena hands out the packed blobs' buffers from one region allocated once,
-// in the order they are asked for (plan order: the dispatcher asks), and
-// takes them back in any order (the packers finish in any order). Space is
-// reused once every buffer handed out before it has come back, so the
-// region is a ring: after its first lap, packing touches no new memory (no
-// page faults, no garbage for the collector; on the development VM the
-// pool of buffers it replaces spent 5-9% of the pack's CPU time in both).
+// arena hands out the pipeline's buffers (the source bytes of entries, the
+// packed blobs: an arena each) from one region allocated once, in the
+// order they are asked for (plan order: the reader and the dispatcher
+// ask), and takes them back in any order (the hasher and the packers
+// finish in any order). Space is reused once every buffer handed out
+// before it has come back, so the region is a ring: after its first lap,
+// the pipeline touches no new memory (no page faults, no garbage for the
+// collector; on the development VM the pool of buffers it replaces spent
+// 5-9% of the pack's CPU time in both).
 // Every buffer starts on a layout.BlobAlign boundary of the region and has
 // its length rounded up to one as capacity: the Writer writes it, padding
 // included, in whole pages.
@@ -25,12 +27,16 @@ import (
 //
 // A buffer larger than the region waits until the region is empty, gets a
 // layout.BlobBuf of its own, and holds the whole region until it comes back,
-// so the bytes held stay within max(size, the largest blob).
+// so the bytes held stay within max(size, the largest buffer). That buffer
+// is kept for the next one larger than the region (one is out at a time),
+// so that a model whose entries outgrow the region does not allocate a
+// buffer and leave it to the collector for each of them.
 type arena struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	buf      []byte  // [size] the region, BlobAlign-aligned; allocated at the first get
 	mapped   bool    // buf is an anonymous mapping (free unmaps it)
+	big      []byte  // [cap] the last buffer larger than the region, from the heap
 	size     int64   // a multiple of layout.BlobAlign
 	head     int64   // position of the next buffer: ring offset head%size, lap head/size
 	spans    []*span // handed out, in order; spans[0] starts at the tail
@@ -69,7 +75,10 @@ func (a *arena) get(n int) ([]byte, *span, bool) {
 		s := &span{start: a.head, end: a.head + a.size}
 		a.head = s.end
 		a.spans = append(a.spans, s)
-		return layout.BlobBuf(n), s, true
+		if int64(cap(a.big)) < c {
+			a.big = layout.BlobBuf(n)
+		}
+		return a.big[:n:c], s, true
 	}
 	for !a.canceled {
 		start := a.head
@@ -113,7 +122,7 @@ func (a *arena) free() {
 	if a.mapped {
 		unix.Munmap(a.buf)
 	}
-	a.buf, a.mapped = nil, false
+	a.buf, a.mapped, a.big = nil, false, nil
 }
 
 // put gives back the buffer of span s.

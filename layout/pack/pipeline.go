@@ -18,21 +18,22 @@ import (
 // The tensor stage of Run as a pipeline, so that reading, hashing,
 // repacking and writing overlap across cores:
 //
-//	reader (1): each entry's bytes, in plan order, to the hasher and the dispatcher
+//	reader (1): each entry's bytes, in plan order, read into a buffer of the sources' arena, to the hasher and the dispatcher
 //	hasher (1): hashes each entry, in plan order (the digest's order)
-//	dispatcher (1): hands each entry to the packers, in plan order, with a buffer for its packed blob (arena)
+//	dispatcher (1): hands each entry to the packers, in plan order, with a buffer for its packed blob (the blobs' arena)
 //	packers (cores-1 packing, 2 more writing): planar.Pack, crc32c, WriteBlobAt; any order
 //	the caller: manifest entries and progress, in plan order
 //
 // The digest (Source.ContentSHA256) is one SHA-256 over every tensor in
-// plan order, so it cannot be split: the hasher sets the pace (0.7-0.9 s
-// per GB with SHA-NI on the development VM), does nothing but hash, and
-// every other stage runs beside it:
-//   - The reader hands out entries from the GGUF file's mapping (source):
-//     no read copy for entries whose parts lie back to back; it populates
-//     their pages (or copies the parts of the others) ahead of the hasher.
-//   - The reader holds source bytes only (a budget of 1.5 inFlight), the
-//     packers' blobs are in a region of their own (arena, at most inFlight): the
+// plan order, so it cannot be split: the hasher sets the pace (0.62 s per
+// GB with SHA-NI on the development VM when it has a core to itself), does
+// nothing but hash, and every other stage runs beside it:
+//   - The reader reads each entry (source) into a buffer of an arena of its
+//     own, a ring of memory that is reused, so that neither the hasher nor
+//     the packers touch a page for the first time after the ring's first
+//     lap. It runs ahead of the hasher and the packers by up to the ring's
+//     size, and waits for nothing else.
+//   - The packers' blobs are in a second arena (at most inFlight): the
 //     reader and the hasher run ahead of packing and writing and are not
 //     held up by a slow write.
 //   - Every blob's offset is fixed before the pipeline starts
@@ -46,25 +47,24 @@ import (
 //     packer blocked in a write leaves its P to the others. The Writer
 //     starts the write-back and syncs the file in the background as it
 //     grows.
-//   - The packers compute each blob's checksum right after packing it,
-//     while it is in their cache.
+//   - The packers compute each blob's checksum as they pack it, a column
+//     group at a time, while it is in their cache.
 //   - The pipeline runs with one P more than there are cores (morePs).
 //
 // The output is the serial loop's byte for byte (writeTensorsSerial in the
 // tests): the blobs lie where AddBlob in plan order would have put them,
-// and the digest sees the tensors in plan order. At most 1.5 inFlight bytes
-// of source (mapped, or copied into a buffer when an entry's parts are not
-// back to back) and the arena's bytes of packed buffers (at most inFlight)
-// are held at a time (an entry larger than a budget holds all of it),
-// source bytes are given back as soon as both the hasher and the packer
-// are done with them, and buffers are reused, so the peak RSS stays near
-// 2.5 inFlight (its anonymous part near the arena's size when the source
-// is mapped) whatever the model's size (the pool of source copies keeps at
-// most inFlight more of idle buffers).
+// and the digest sees the tensors in plan order. The two arenas hold
+// inFlight/4 bytes each, or the largest entry (up to inFlight), and an
+// entry larger than its arena waits until the arena is empty and gets a
+// buffer of its own (which the arena keeps for the next), so the memory
+// held stays within 2 inFlight, plus twice the largest entry when one is
+// larger than inFlight, whatever the model's size (on the 1 GB test model,
+// whose largest entry is 16 MB, 46 MiB of anonymous memory at the peak).
 
-// inFlight bounds the packed bytes between packing and writing (the arena),
-// and 2/3 of the source bytes between reading and packing (a variable so that the
-// tests can make entries outgrow it).
+// inFlight bounds the sizes of the two arenas: the source bytes between
+// reading and both hashing and packing, and the packed bytes between
+// packing and writing (a variable so that the tests can make entries
+// outgrow it).
 var inFlight int64 = 64 << 20
 
 // writeTensors reads, hashes, repacks and writes the tensors of plan, in
@@ -76,18 +76,23 @@ var writeTensors = writeTensorsPipelined
 type packJob struct {
 	e       *Entry
 	off     int64         // where the blob goes (Writer.Reserve)
-	src     []byte        // the parts' bytes, in row order
-	srcOff  int64         // where src starts in the file, if mapped
-	mapped  bool          // src is part of the source's mapping, not a pipeline buffer
+	src     []byte        // the parts' bytes, in row order, from the sources' arena
+	srcSpan *span         // src's span in the sources' arena
 	unread  bool          // the reader stopped before this entry
-	dst     []byte        // the packed blob (a copy of src for raw entries), from the arena
-	dstSpan *span         // dst's span in the arena
+	dst     []byte        // the packed blob (a copy of src for raw entries), from the blobs' arena
+	dstSpan *span         // dst's span in the blobs' arena
 	crc     uint32        // layout.Checksum(dst)
-	srcCost int64         // bytes of src held against the source budget
 	users   atomic.Int32  // stages still reading src (the hasher, the packer)
 	err     error         // a pack or write error, set before done is closed
 	done    chan struct{} // closed when the blob is written (or err is set)
 }
+
+// arenaSize is the size of an arena whose largest buffer is largest bytes:
+// a quarter of inFlight, or the largest buffer (up to inFlight). With the
+// hasher running ahead on its own buffers, packers that wait for a write
+// cost nothing, and each page of an arena is faulted in once (on the
+// development VM, first touches of fresh memory cost 0.1 s for 64 MiB).
+func arenaSize(largest int64) int64 { return max(inFlight/4, min(largest, inFlight)) }
 
 func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, src io.ReaderAt, plan *Plan, w *layout.Writer, m *layout.Manifest, digest hash.Hash) (err error) {
 	var total int64
@@ -105,50 +110,38 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		return err
 	}
 	// At most cores-1 packers pack at a time (cpu; one on one core), so that
-	// the reader keeps a core, and two more goroutines can be in their
-	// writes meanwhile.
+	// the reader and the hasher keep a core, and two more goroutines can be
+	// in their writes meanwhile.
 	computing := max(1, runtime.GOMAXPROCS(0)-1)
 	defer morePs()()
 	workers := computing + 2
 	cpu := make(chan struct{}, computing)
-	// The arena holds a quarter of inFlight, or the largest blob (up to
-	// inFlight): with the hasher running ahead on its own budget, packers
-	// that wait for a write cost nothing, and each page of the arena is
-	// faulted in once (on the development VM, first touches of fresh memory
-	// cost 0.1 s for 64 MiB).
-	arenaSize := inFlight / 4
+	var srcMax, dstMax int64
 	for _, e := range plan.Entries {
-		arenaSize = max(arenaSize, min(e.Size, inFlight))
+		srcMax, dstMax = max(srcMax, entryBytes(e)), max(dstMax, e.Size)
 	}
-	srcBudget, dsts := newBudget(inFlight+inFlight/2), newArena(arenaSize)
-	defer dsts.free() // after the stages are done (the deferred wait below runs first)
-	var bufs bufPool
+	srcs, dsts := newArena(arenaSize(srcMax)), newArena(arenaSize(dstMax))
+	defer srcs.free() // after the stages are done (the deferred wait below runs first)
+	defer dsts.free()
+	var canceled atomic.Bool // the caller returns an error: the hasher stops hashing
 	toDispatch := make(chan *packJob, len(jobs))
 	toPack := make(chan *packJob, len(jobs))
 	var wg sync.WaitGroup
-	srcs := openSource(g, src)
-	defer srcs.close()
+	source := &source{g: g, r: src}
 
 	// doneWithSrc is called by the hasher and by the packer when they no
 	// longer read j.src; the second call gives it back.
 	doneWithSrc := func(j *packJob) {
-		if j.users.Add(-1) != 0 {
-			return
+		if j.users.Add(-1) == 0 {
+			srcs.put(j.srcSpan)
 		}
-		if j.mapped {
-			srcs.release(j.srcOff, int64(len(j.src)))
-		} else if j.src != nil {
-			bufs.put(j.src)
-		}
-		srcBudget.release(j.srcCost)
 	}
 
-	// The reader: every entry's parts, mapped (and their pages populated) or
-	// copied into a buffer, in plan order, handed on to be packed and to be
-	// hashed. It waits for nothing but its budget of source bytes (1.5
-	// inFlight): the packers wait for buffers of their own. If it stops
-	// early (a read error, or a cancel by the hasher or the caller), the
-	// entries it did not hand on are done with no src.
+	// The reader: every entry's parts, read into a buffer of the sources'
+	// arena, in plan order, handed on to be packed and to be hashed. It
+	// waits for nothing but room in its arena: the packers wait for buffers
+	// of their own. If it stops early (a read error, or a cancel by the
+	// caller), the entries it did not hand on are done with no src.
 	var readErr error
 	toHash := make(chan *packJob, len(jobs))
 	wg.Go(func() {
@@ -161,24 +154,14 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 					close(j.done)
 				}
 			}
-			n := int64(0)
-			for _, t := range j.e.parts {
-				n += t.Size
-			}
-			// An entry larger than its budget takes all of it.
-			j.srcCost = min(n, srcBudget.limit)
-			if !srcBudget.acquire(j.srcCost) {
+			var ok bool
+			if j.src, j.srcSpan, ok = srcs.get(int(entryBytes(j.e))); !ok {
 				stop(i)
 				return
 			}
-			var err error
-			j.src, j.srcOff, j.mapped, err = srcs.entry(j.e, bufs.get)
-			if err != nil {
+			if err := source.read(j.e, j.src); err != nil {
 				readErr = err
-				if !j.mapped && j.src != nil {
-					bufs.put(j.src)
-				}
-				srcBudget.release(j.srcCost)
+				srcs.put(j.srcSpan)
 				stop(i)
 				return
 			}
@@ -189,21 +172,17 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 
 	// The hasher: every entry's parts in plan order (the digest's order).
 	// The hash is the pipeline's pace (one SHA-256 over the whole model), so
-	// it does nothing else: the reader maps or copies ahead of it, and it
-	// runs ahead of the packers rather than in step with their writes (on
-	// the development VM, as the reader that also hashed, it waited 0.3-0.9
-	// s of 2.3 s for them when one budget held both). A fault while hashing
-	// (the file truncated under us) stops the reader; after a cancel it
+	// it does nothing else: the reader reads ahead of it, and it runs ahead
+	// of the packers rather than in step with their writes (on the
+	// development VM, as the reader that also hashed, it waited 0.3-0.9 s
+	// of 2.3 s for them when one budget held both). After a cancel it
 	// hashes nothing more.
-	var hashErr error
 	wg.Go(func() {
 		for j := range toHash {
 			off := 0
 			for _, t := range j.e.parts {
-				if hashErr == nil && !srcBudget.isCanceled() {
-					if hashErr = catchFault(g.Path, t.Name, func() { hashTensor(digest, t, j.src[off:off+int(t.Size)]) }); hashErr != nil {
-						srcBudget.cancel()
-					}
+				if !canceled.Load() {
+					hashTensor(digest, t, j.src[off:off+int(t.Size)])
 				}
 				off += int(t.Size)
 			}
@@ -212,7 +191,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	})
 
 	// The dispatcher: each entry the reader handed on, in plan order, to
-	// the packers once the arena has room for its packed blob. An
+	// the packers once the blobs' arena has room for its packed blob. An
 	// entry it cannot dispatch (the caller's cancel) is done unpacked.
 	wg.Go(func() {
 		defer close(toPack)
@@ -232,7 +211,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	for range workers {
 		wg.Go(func() {
 			for j := range toPack {
-				j.err = pack(opt, g, w, j, cpu)
+				j.err = pack(opt, w, j, cpu)
 				dsts.put(j.dstSpan)
 				doneWithSrc(j)
 				close(j.done)
@@ -241,22 +220,18 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	}
 
 	// The caller: manifest entries and progress in plan order. On an error
-	// it stops the reader and the dispatcher (cancel); it waits for the
-	// other stages to finish what they hold before returning, and then
-	// returns the hasher's or the reader's error, if any (a fault while
-	// hashing, which may come after the entry's blob was written, or a read
-	// error).
+	// it stops the reader, the hasher and the dispatcher (cancel); it waits
+	// for the other stages to finish what they hold before returning, and
+	// then returns the reader's error, if any.
 	var done int64
 	nTensors := len(m.Tensors)
 	defer func() {
 		if err != nil {
-			srcBudget.cancel()
+			canceled.Store(true)
+			srcs.cancel()
 			dsts.cancel()
 		}
 		wg.Wait()
-		if err == nil && hashErr != nil {
-			err = hashErr // an entry before any the reader failed on
-		}
 		if err == nil && readErr != nil {
 			err = readErr
 		}
@@ -315,22 +290,23 @@ func morePs() (restore func()) {
 
 // pack packs j.src into j.dst (a raw entry is copied: the blob goes to the
 // file from an arena buffer, padded to whole pages, as every other blob does),
-// computes its checksum and writes it at j.off.
-func pack(opt *Options, g *layout.GGUF, w *layout.Writer, j *packJob, cpu chan struct{}) error {
+// computes its checksum and writes it at j.off. The checksum of a packed
+// blob is computed a column group at a time, as planar.PackFunc finishes
+// each, while the group is in the cache: on the development VM, a pass
+// over the whole blob after packing it read it back from memory.
+func pack(opt *Options, w *layout.Writer, j *packJob, cpu chan struct{}) error {
 	var err error
 	cpu <- struct{}{}
-	fault := catchFault(g.Path, j.e.Name, func() {
-		if j.e.Format != layout.FormatRaw {
-			err = planar.Pack(j.e.geom, j.src, j.dst)
-		} else if copy(j.dst, j.src) != len(j.dst) {
-			err = fmt.Errorf("%d bytes of data for a raw blob of %d", len(j.src), len(j.dst))
-		}
+	if j.e.Format != layout.FormatRaw {
+		crc := uint32(0)
+		err = planar.PackFunc(j.e.geom, j.src, j.dst, func(b []byte) { crc = layout.UpdateChecksum(crc, b) })
+		j.crc = crc
+	} else if copy(j.dst, j.src) != len(j.dst) {
+		err = fmt.Errorf("%d bytes of data for a raw blob of %d", len(j.src), len(j.dst))
+	} else {
 		j.crc = layout.Checksum(j.dst)
-	})
-	<-cpu
-	if fault != nil {
-		return fault
 	}
+	<-cpu
 	if err != nil {
 		return fmt.Errorf("%s: tensor %q: %w", opt.Input, j.e.Name, err)
 	}
@@ -343,111 +319,3 @@ func pack(opt *Options, g *layout.GGUF, w *layout.Writer, j *packJob, cpu chan s
 // errCanceled is the error of an entry left unpacked after the pipeline was
 // canceled (the caller has returned its own error by then).
 var errCanceled = errors.New("pipeline canceled")
-
-// budget is a counting semaphore of bytes.
-type budget struct {
-	mu       sync.Mutex
-	cond     *sync.Cond
-	free     int64
-	limit    int64
-	canceled bool
-}
-
-func newBudget(n int64) *budget {
-	b := &budget{free: n, limit: n}
-	b.cond = sync.NewCond(&b.mu)
-	return b
-}
-
-// acquire waits until n bytes are free (or, for n above the limit, until
-// nothing is held) and takes them; it returns false once cancel has been
-// called.
-func (b *budget) acquire(n int64) bool {
-	n = min(n, b.limit)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for b.free < n && !b.canceled {
-		b.cond.Wait()
-	}
-	if b.canceled {
-		return false
-	}
-	b.free -= n
-	return true
-}
-
-// isCanceled reports whether cancel has been called.
-func (b *budget) isCanceled() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.canceled
-}
-
-// cancel makes every waiting and later acquire return false.
-func (b *budget) cancel() {
-	b.mu.Lock()
-	b.canceled = true
-	b.mu.Unlock()
-	b.cond.Broadcast()
-}
-
-func (b *budget) release(n int64) {
-	n = min(n, b.limit)
-	b.mu.Lock()
-	b.free += n
-	b.mu.Unlock()
-	b.cond.Broadcast()
-}
-
-// bufPool hands out byte buffers and takes them back, keeping at most
-// inFlight bytes of idle ones: the pipeline's buffers are reused rather
-// than left to the garbage collector, which would let the heap grow to
-// twice what is live.
-type bufPool struct {
-	mu   sync.Mutex
-	free [][]byte
-	idle int
-}
-
-// get returns a buffer of length n, the smallest idle one that fits, else a
-// new layout.BlobBuf (every buffer is one: its capacity is a multiple of
-// layout.BlobAlign, so any buffer that fits n bytes fits their padding).
-func (p *bufPool) get(n int) []byte {
-	p.mu.Lock()
-	best := -1
-	for i, b := range p.free {
-		if cap(b) >= n && (best < 0 || cap(b) < cap(p.free[best])) {
-			best = i
-		}
-	}
-	if best >= 0 {
-		b := p.free[best]
-		p.free[best] = p.free[len(p.free)-1]
-		p.free = p.free[:len(p.free)-1]
-		p.idle -= cap(b)
-		p.mu.Unlock()
-		return b[:n]
-	}
-	p.mu.Unlock()
-	return layout.BlobBuf(n)
-}
-
-// put returns b to the pool, dropping the largest idle buffers while the
-// idle bytes exceed inFlight.
-func (p *bufPool) put(b []byte) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.free = append(p.free, b)
-	p.idle += cap(b)
-	for int64(p.idle) > inFlight && len(p.free) > 0 {
-		big := 0
-		for i, f := range p.free {
-			if cap(f) > cap(p.free[big]) {
-				big = i
-			}
-		}
-		p.idle -= cap(p.free[big])
-		p.free[big] = p.free[len(p.free)-1]
-		p.free = p.free[:len(p.free)-1]
-	}
-}

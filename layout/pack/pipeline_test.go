@@ -92,9 +92,9 @@ func packWith(t *testing.T, stage func(context.Context, *Options, *layout.GGUF, 
 // TestPipelineBytes packs generated models of several types with the
 // pipeline and with the serial reference and wants the same bytes and the
 // same progress calls, with the in-flight budget as it is and so small that
-// every entry outgrows it (each then runs alone), and with the GGUF read
-// rather than mapped. The generated models store fused parts back to back
-// (mapped entries); tiny-llama-q4_k_m stores attn_k before attn_q (copied).
+// every entry outgrows the arenas (each then runs alone). The generated
+// models store fused parts back to back; tiny-llama-q4_k_m stores attn_k
+// before attn_q.
 func TestPipelineBytes(t *testing.T) {
 	dir := t.TempDir()
 	var models []string
@@ -107,14 +107,10 @@ func TestPipelineBytes(t *testing.T) {
 		models = append(models, in)
 	}
 	models = append(models, filepath.Join("../../../shared/fixtures/models", "tiny-llama-q4_k_m.gguf"))
-	saved, savedMap := inFlight, noMap
-	defer func() { inFlight, noMap = saved, savedMap }()
-	for _, c := range []struct {
-		budget int64
-		noMap  bool
-	}{{saved, false}, {1 << 10, false}, {saved, true}} {
-		budget := c.budget
-		inFlight, noMap = c.budget, c.noMap
+	saved := inFlight
+	defer func() { inFlight = saved }()
+	for _, budget := range []int64{saved, 1 << 10} {
+		inFlight = budget
 		for i, in := range models {
 			if _, err := os.Stat(in); err != nil {
 				t.Logf("%s: %v, skipped", in, err)
@@ -127,7 +123,7 @@ func TestPipelineBytes(t *testing.T) {
 			want, wantProgress := packWith(t, writeTensorsSerial, in, target, fuse)
 			got, gotProgress := packWith(t, writeTensorsPipelined, in, target, fuse)
 			if !bytes.Equal(got, want) {
-				t.Fatalf("%s (budget %d, no mapping %v): the pipeline's %d bytes differ from the serial writer's %d", in, budget, noMap, len(got), len(want))
+				t.Fatalf("%s (budget %d): the pipeline's %d bytes differ from the serial writer's %d", in, budget, len(got), len(want))
 			}
 			if fmt.Sprint(gotProgress) != fmt.Sprint(wantProgress) {
 				t.Fatalf("%s: progress %v, want %v", in, gotProgress, wantProgress)
@@ -169,34 +165,10 @@ func TestPipelineCancel(t *testing.T) {
 	}
 }
 
-// TestBufPool checks that the pool hands back the smallest fitting buffer,
-// that every buffer is a layout.BlobBuf one (aligned capacity, so AddBlob
-// writes it in whole pages), and that it keeps at most inFlight idle bytes.
-func TestBufPool(t *testing.T) {
-	saved := inFlight
-	defer func() { inFlight = saved }()
-	const a4k = layout.BlobAlign
-	inFlight = 4 * a4k
-	var p bufPool
-	a, b := p.get(10), p.get(a4k+1)
-	if cap(a) != a4k || cap(b) != 2*a4k {
-		t.Errorf("caps %d and %d, want %d and %d", cap(a), cap(b), a4k, 2*a4k)
-	}
-	p.put(b)
-	p.put(a)
-	if c := p.get(5); cap(c) != a4k {
-		t.Errorf("get(5) gave a buffer of cap %d, want the idle one of %d", cap(c), a4k)
-	}
-	p.put(p.get(3 * a4k)) // 2 + 3 pages idle > 4: the largest goes
-	if p.idle > int(inFlight) {
-		t.Errorf("%d idle bytes, limit %d", p.idle, inFlight)
-	}
-}
-
-// TestSourceEntry checks that the mapped source gives every entry the bytes
-// ReadTensor gives, as a sub-slice of the mapping exactly when its parts lie
-// back to back in the file, and that release keeps them readable.
-func TestSourceEntry(t *testing.T) {
+// TestSourceRead checks that the source gives every entry the bytes
+// ReadTensor gives its parts, whether they lie back to back in the file or
+// not, and refuses a buffer of the wrong size.
+func TestSourceRead(t *testing.T) {
 	for _, in := range []string{genModel(t, planar.Q4_0), filepath.Join("../../../shared/fixtures/models", "tiny-llama-q4_k_m.gguf")} {
 		if _, err := os.Stat(in); err != nil {
 			t.Logf("%s: %v, skipped", in, err)
@@ -208,14 +180,11 @@ func TestSourceEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		s := openSource(g, f)
-		if s.data == nil {
-			t.Fatalf("%s: not mapped", in)
-		}
-		var nmapped, ncopied int
+		s := &source{g: g, r: f}
+		var nadjacent, nsplit int
 		for _, e := range plan.Entries {
-			b, off, mapped, err := s.entry(e, func(n int) []byte { return make([]byte, n) })
-			if err != nil {
+			b := make([]byte, entryBytes(e))
+			if err := s.read(e, b); err != nil {
 				t.Fatal(err)
 			}
 			var want []byte
@@ -226,29 +195,36 @@ func TestSourceEntry(t *testing.T) {
 				}
 				want = append(want, buf...)
 			}
-			if mapped != adjacent(e.parts) || !bytes.Equal(b, want) {
-				t.Fatalf("%s: entry %s: mapped %v (parts back to back %v), bytes equal %v", in, e.Name, mapped, adjacent(e.parts), bytes.Equal(b, want))
+			if !bytes.Equal(b, want) {
+				t.Fatalf("%s: entry %s: the bytes differ from ReadTensor's", in, e.Name)
 			}
-			if mapped {
-				nmapped++
-				s.release(off, int64(len(b)))
-				if !bytes.Equal(b, want) {
-					t.Fatalf("%s: entry %s changed after release", in, e.Name)
-				}
+			if err := s.read(e, make([]byte, len(b)+1)); err == nil {
+				t.Fatalf("%s: entry %s: a buffer one byte too long was taken", in, e.Name)
+			}
+			if adjacent(e.parts) {
+				nadjacent++
 			} else {
-				ncopied++
+				nsplit++
 			}
 		}
-		s.close()
-		t.Logf("%s: %d entries mapped, %d copied", filepath.Base(in), nmapped, ncopied)
+		t.Logf("%s: %d entries with parts back to back, %d not", filepath.Base(in), nadjacent, nsplit)
 	}
 }
 
-// TestTruncatedSource truncates the GGUF file after it was opened: when it
-// is mapped after the truncation, the entry past the end is an error naming
-// the file and the tensor; when it is truncated after mapping, reading the
-// pages past the end is a fault that catchFault returns as such an error
-// (not a crash); and Run leaves no output.
+// adjacent reports whether each part starts where the one before ends.
+func adjacent(parts []*layout.Tensor) bool {
+	for i := 1; i < len(parts); i++ {
+		if parts[i].Offset != parts[i-1].Offset+parts[i-1].Size {
+			return false
+		}
+	}
+	return true
+}
+
+// TestTruncatedSource truncates the GGUF file after it was opened: reading
+// the entry past the end is an error naming the file and the tensor, Run
+// refuses the file and leaves no output, and a file truncated while Run
+// packs it is an error naming the file and a tensor, not a crash.
 func TestTruncatedSource(t *testing.T) {
 	in := genModel(t, planar.Q4_0)
 	g, plan := openPlan(t, in)
@@ -264,28 +240,14 @@ func TestTruncatedSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	s := openSource(g, f) // mapped whole
-	cut := lp.Offset + lp.Size/2
-	cut -= cut % int64(os.Getpagesize())
-	if err := f.Truncate(cut); err != nil {
+	if err := f.Truncate(lp.Offset + lp.Size/2); err != nil {
 		t.Fatal(err)
 	}
-	b, _, _, err := s.entry(last, func(n int) []byte { return make([]byte, n) })
-	if err == nil {
-		err = catchFault(g.Path, lp.Name, func() { layout.Checksum(b) })
-	}
-	s.close()
-	t.Logf("truncated after mapping: %v", err)
-	if err == nil || !strings.Contains(err.Error(), lp.Name) || !strings.Contains(err.Error(), in) {
-		t.Errorf("truncated after mapping: err %v, want a fault naming %s and %q", err, in, lp.Name)
-	}
-
-	s = openSource(g, f) // mapped as truncated
-	_, _, _, err = s.entry(last, func(n int) []byte { return make([]byte, n) })
-	s.close()
-	t.Logf("truncated before mapping: %v", err)
-	if err == nil || !strings.Contains(err.Error(), lp.Name) || !strings.Contains(err.Error(), "past the end") {
-		t.Errorf("truncated before mapping: err %v, want one naming %q", err, lp.Name)
+	s := &source{g: g, r: f}
+	err = s.read(last, make([]byte, entryBytes(last)))
+	t.Logf("truncated: %v", err)
+	if err == nil || !strings.Contains(err.Error(), lp.Name) || !strings.Contains(err.Error(), in) || !strings.Contains(err.Error(), "past the end") {
+		t.Errorf("truncated: err %v, want one naming %s and %q, past the end", err, in, lp.Name)
 	}
 
 	out := filepath.Join(t.TempDir(), "m.xdna")
@@ -299,12 +261,12 @@ func TestTruncatedSource(t *testing.T) {
 	}
 
 	// Truncated while Run packs it, after its first tensor, one entry in
-	// flight at a time: the hasher or a packer faults on a later entry.
+	// flight at a time: the reader comes to an entry past the end.
 	saved := inFlight
 	defer func() { inFlight = saved }()
 	inFlight = 1 << 10
 	in = genModel(t, planar.Q4_0)
-	cut = 0
+	cut := int64(0)
 	_, err = Run(context.Background(), &Options{Input: in, Output: out, Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256,
 		Progress: func(done, total int64, name string) {
 			if cut == 0 {
@@ -407,6 +369,14 @@ func TestArena(t *testing.T) {
 	}
 	if len(a.spans) != 0 {
 		t.Fatalf("%d spans left after every buffer came back", len(a.spans))
+	}
+	// A buffer larger than the region reuses the last one that fits.
+	b1, s1, _ := a.get(int(a.size) + 3*a4k)
+	a.put(s1)
+	b2, s2, _ := a.get(int(a.size) + a4k + 1)
+	a.put(s2)
+	if &b1[0] != &b2[0] || int64(cap(b2)) != a.size+2*a4k {
+		t.Errorf("a second buffer larger than the region: new memory (%v) or cap %d, want the first one's memory, cap %d", &b1[0] != &b2[0], cap(b2), a.size+2*a4k)
 	}
 	// A get that must wait is woken by cancel.
 	_, s, _ := a.get(int(a.size))
