@@ -86,19 +86,15 @@ func (j *mmJob) gemmPrepare(p *Pool) {
 	nb := g.K / 32
 	passes := (j.b + gemmToks - 1) / gemmToks
 	s.gd = grow(s.gd, passes*nb*gemmToks*2)
+	clear(s.gd[j.b/gemmToks*nb*gemmToks*2:]) // the last pass's tokens after b
 	off := gemmOffset(g.Type)
-	for ps := 0; ps < passes; ps++ {
-		for t := 0; t < gemmToks; t++ {
-			tok := ps*gemmToks + t
-			for i := 0; i < nb; i++ {
-				at := ((ps*nb+i)*gemmToks + t) * 2
-				if tok >= j.b {
-					s.gd[at], s.gd[at+1] = 0, 0
-					continue
-				}
-				s.gd[at] = int32(math.Float32bits(s.d[tok*nb+i]))
-				s.gd[at+1] = -off * s.s[tok*nb+i]
-			}
+	for tok := 0; tok < j.b; tok++ {
+		ps, t := tok/gemmToks, tok%gemmToks
+		d, sum := s.d[tok*nb:][:nb], s.s[tok*nb:][:nb]
+		gd := s.gd[(ps*nb*gemmToks+t)*2:][:(nb-1)*gemmToks*2+2]
+		for i := range nb {
+			gd[i*gemmToks*2] = int32(math.Float32bits(d[i]))
+			gd[i*gemmToks*2+1] = -off * sum[i]
 		}
 	}
 	s.growPanels(p.threads, nb*1024, nb*32, 0, passes*gemmToks*gemmRows)

@@ -94,8 +94,16 @@ func variantK(lbl string, R, T int, q6 bool) {
 				VMOVDQU32(Mem{Base: pw, Disp: 128*k + 64*r}, W[r])
 			}
 			for t := 0; t < T; t++ {
+				if R == 1 {
+					vpdpbusdB(a.at(t, 4*k), W[0], ISUM[0][t])
+					continue
+				}
+				// The token's four codes broadcast once for both
+				// groups, as in the Q4_0 kernel (main.go).
+				x := ZMM()
+				VPBROADCASTD(a.at(t, 4*k), x)
 				for r := 0; r < R; r++ {
-					vpdpbusdB(a.at(t, 4*k), W[r], ISUM[r][t])
+					vnni("VPDPBUSD", x, W[r], ISUM[r][t])
 				}
 			}
 		}
