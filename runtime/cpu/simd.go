@@ -120,20 +120,21 @@ var avx512Kernels = &kernels{
 // tallRows is the height of a column group from which the AVX-512 set
 // multiplies Q4_0 and Q8_0 weights with one token by the AVX2 rows kernels
 // (q4_0Tall, q8_0Tall): decoding read them from memory faster there, and
-// slower on shorter groups. On this project's Zen 4 VM (AMD EPYC, 2
-// threads), decoding token by token with the two choices alternated per
-// token in one process (600 tokens after a 128-token prompt, three runs),
-// the AVX2 kernels on groups of 256 rows or more against the AVX-512 ones
-// everywhere took 5.5-6.6% less time a token for the 0.5B shape in Q4_0
-// (groups of 1,216 rows: gate_up; 2,000 and more: the output) and 3-4.5%
-// in Q8_0, 15-17% for the Llama-3.2-1B shape in Q4_0 (groups of 256 to
-// 2,048 rows) and 10-13% in Q8_0, 11-16% for the Qwen2.5-1.5B shape in
-// Q4_0; on the 0.5B shape's groups of 112 and 144 rows the AVX2 kernels
-// lost 6-7%, and a threshold of 128 rows instead of 256 lost 1-2% there
-// and changed nothing on the 1.5B shape's groups of 192. Q5_0 and the
-// K-quants keep their AVX-512 kernels on every group (they lost 6-9% and
-// 0-3% with the AVX2 ones on tall groups). Every kernel gives the same
-// bits.
+// slower on shorter groups. On this project's AVX-512 VM (AMD EPYC, CPU
+// family 26: Zen 5, 2 threads), decoding token by token with the two
+// choices alternated per token in one process (300-600 tokens after a
+// 128-token prompt, three runs each, at 20:20 and 21:00 UTC), the AVX2
+// kernels on groups of 256 rows or more against the AVX-512 ones everywhere
+// took 2.8-6.6% less time a token for the 0.5B shape in Q4_0 (groups of
+// 1,216 rows: gate_up; 4,000: the output) and 3-4.5% in Q8_0, 14-17% for
+// the Llama-3.2-1B shape in Q4_0 (groups of 256 to 2,048 rows) and 10-13%
+// in Q8_0, 11-16% for the Qwen2.5-1.5B shape in Q4_0; on the 0.5B shape's
+// groups of 112 and 144 rows the AVX2 kernels lost 6-7%, and a threshold
+// of 128 rows instead of 256 lost 1-2% there and changed nothing on the
+// 1.5B shape's groups of 192. Q5_0 and the K-quants keep their AVX-512
+// kernels on every group (they lost 6-9% and 0-3% with the AVX2 ones on
+// tall groups). Why the AVX-512 kernels fall behind on tall groups is not
+// known. Every kernel gives the same bits.
 const tallRows = 256
 
 // rowsQ4_0 is k's Q4_0 rows kernel for g's column groups; rowsQ8_0 its

@@ -279,7 +279,7 @@ func rowsQ4x512(name string, q5 bool) { rows32x512(name, false, q5) }
 // rows32x512 writes the Q8_0 (q8), Q4_0 or Q5_0 (q5) rows kernel, a pair of
 // 32-blocks at a time: Q4_0 and Q5_0 eight rows per step while eight
 // remain, then four; Q8_0 four rows per step (eight, 512 bytes of codes a
-// step, read the 0.5B decode shapes from memory 5-10% slower on a Zen 4).
+// step, read the 0.5B decode shapes from memory 5-10% slower on the Zen 5 VM).
 //
 // Q8_0: per row one 64-byte load of the weights, flipped to unsigned
 // (w+128) and multiplied by the token's 64 codes with one VPDPBUSD, into an

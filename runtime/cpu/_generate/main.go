@@ -484,7 +484,7 @@ func (v *tileVars) endTiles(name string, advance func()) {
 }
 
 // prefetchAhead is how far ahead of the codes they read the rows kernels
-// prefetch, in bytes. On a Zen 4 (EPYC, 2 threads, 4 KiB pages: the
+// prefetch, in bytes. On the AVX-512 VM (AMD EPYC, CPU family 26: Zen 5; 2 threads, 4 KiB pages: the
 // weights are a mapped file) 16 KiB ahead, with one prefetch pointer over
 // the K-tiles of a call, read the 0.5B decode shapes from memory 5-45%
 // faster than 2 KiB ahead restarted at every K-tile (BenchmarkDecode05B's
@@ -504,7 +504,7 @@ const q5Ahead = 12 << 10
 // prefetched, and the first bytes of every plane of a K-tile, one-token
 // decoding of the 0.5B shape took 11% (Q4_0, Q8_0) and 5% (Q4_K_M) less
 // CPU time per token on one thread of a Zen 3 (planeAhead 1024 took 3%
-// more than 512; on a Zen 4 it made no difference).
+// more than 512; on the Zen 5 VM it made no difference).
 const planeAhead = 512
 
 // rowsQ4 writes the Q4_0 (q5: Q5_0) rows kernel: rows (a multiple of 4)
