@@ -433,8 +433,8 @@ axpysF16_64t:
 	JMP          axpysF16_64
 
 axpysF16_8:
-	CMPQ    SI, $0x00
-	JE      axpysF16_done
+	CMPQ    SI, $0x08
+	JL      axpysF16_done
 	VMOVUPS (BX), Y0
 	MOVQ    CX, DI
 	MOVQ    AX, R8

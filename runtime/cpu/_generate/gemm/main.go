@@ -90,18 +90,7 @@ func constants() {
 	// row L's kquads 0..3 as dwords. Dword m of the result: kquad
 	// base+m/8 of row m%8, that is dword 4(m%8)+kq of A, or 16+4(m%8-4)+kq
 	// of B.
-	idx := func(base int) []byte {
-		b := make([]byte, 64)
-		for m := 0; m < 16; m++ {
-			kq, r := base+m/8, m%8
-			v := 4*r + kq
-			if r >= 4 {
-				v = 16 + 4*(r-4) + kq
-			}
-			binary.LittleEndian.PutUint32(b[4*m:], uint32(v))
-		}
-		return b
-	}
+	idx := func(base int) []byte { return permIdx(base, 16, 4) }
 	for q6 := 0; q6 < 2; q6++ {
 		for c := 0; c < 4; c++ {
 			b := make([]byte, 16)
@@ -123,18 +112,7 @@ func constants() {
 	// Two vectors A (rows 0..7) and B (rows 8..15), each row's f16 of four
 	// blocks in four words. Word m of the result: block base+m/16 of row
 	// m%16, that is word 4r+b of A, or 32+4(r-8)+b of B.
-	idxW := func(base int) []byte {
-		b := make([]byte, 64)
-		for m := 0; m < 32; m++ {
-			blk, r := base+m/16, m%16
-			v := 4*r + blk
-			if r >= 8 {
-				v = 32 + 4*(r-8) + blk
-			}
-			binary.LittleEndian.PutUint16(b[2*m:], uint16(v))
-		}
-		return b
-	}
+	idxW := func(base int) []byte { return permIdx(base, 32, 2) }
 	idxW01 = table("gemmIdxW01", idxW(0))
 	idxW23 = table("gemmIdxW23", idxW(2))
 }
@@ -739,4 +717,26 @@ func addHigh(h, m0F, spread, m01 VecVirtual, pw Register, disp int, zmm bool) {
 		or(m, t, t)
 		mov(t, m)
 	}
+}
+
+// permIdx is a two-source permute's index (VPERMT2D for size 4, VPERMT2W
+// for 2) of n entries over two vectors that hold n/2 rows of four units,
+// the first n/4 rows in A and the rest in B: entry m picks unit base +
+// m/(n/2) of row r = m%(n/2), entry 4r+unit of A or n+4(r-n/4)+unit of B.
+func permIdx(base, n, size int) []byte {
+	b := make([]byte, n*size)
+	rows := n / 2
+	for m := 0; m < n; m++ {
+		u, r := base+m/rows, m%rows
+		v := 4*r + u
+		if r >= rows/2 {
+			v = n + 4*(r-rows/2) + u
+		}
+		if size == 4 {
+			binary.LittleEndian.PutUint32(b[4*m:], uint32(v))
+		} else {
+			binary.LittleEndian.PutUint16(b[2*m:], uint16(v))
+		}
+	}
+	return b
 }

@@ -17,6 +17,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 
 	. "github.com/mmcloughlin/avo/build"
@@ -287,56 +288,73 @@ func dotsBegin(name string) (a, b, n, stride, out, count, n32 Register) {
 // element gets the same operations in the same order as count calls of
 // axpyF16AVX2), then a chunk of 8 at a time.
 func axpysF16() {
-	TEXT("axpysF16AVX2", NOSPLIT, "func(a *float32, x *uint16, stride int, y *float32, n, count int)")
-	Pragma("noescape")
-	Doc("axpysF16AVX2 does axpyF16Go(a[t], row t of x, y[:n]) for t = 0, 1, ..., count-1,",
+	axpys("axpysF16AVX2", "axpysF16", []axpysChunk{{8, 8}, {1, 8}},
 		"row t at x + t*stride bytes, n a multiple of 8 and count at least 1 (the",
 		"attention's weighted sum of the values).")
+}
+
+// axpysChunk is a chunk of y an axpys kernel holds in regs registers of
+// lanes floats (8: YMM, 16: ZMM) over every row.
+type axpysChunk struct{ regs, lanes int }
+
+// axpys writes the axpys kernel name (labels from label): the chunks of y
+// in the order given, each as long as n has room for it; doc follows the
+// first line of its documentation.
+func axpys(name, label string, chunks []axpysChunk, doc ...string) {
+	TEXT(name, NOSPLIT, "func(a *float32, x *uint16, stride int, y *float32, n, count int)")
+	Pragma("noescape")
+	Doc(append([]string{name + " does axpyF16Go(a[t], row t of x, y[:n]) for t = 0, 1, ..., count-1,"}, doc...)...)
 	pa := Load(Param("a"), GP64())
 	x := Load(Param("x"), GP64())
 	stride := Load(Param("stride"), GP64())
 	y := Load(Param("y"), GP64())
 	n := Load(Param("n"), GP64())
-	chunk := func(name string, regs int) {
-		var acc [8]VecVirtual
-		for j := 0; j < regs; j++ {
-			acc[j] = YMM()
-			VMOVUPS(Mem{Base: y, Disp: 32 * j}, acc[j])
+	for i, c := range chunks {
+		size := c.regs * c.lanes
+		lbl := fmt.Sprintf("%s_%d", label, size)
+		next := label + "_done"
+		if i+1 < len(chunks) {
+			next = fmt.Sprintf("%s_%d", label, chunks[i+1].regs*chunks[i+1].lanes)
+		}
+		Label(lbl)
+		CMPQ(n, U8(size))
+		JL(LabelRef(next))
+		vec := func() VecVirtual {
+			if c.lanes == 16 {
+				return ZMM()
+			}
+			return YMM()
+		}
+		acc := make([]VecVirtual, c.regs)
+		for j := range acc {
+			acc[j] = vec()
+			VMOVUPS(Mem{Base: y, Disp: 4 * c.lanes * j}, acc[j])
 		}
 		xr, ar, cnt := GP64(), GP64(), GP64()
 		MOVQ(x, xr)
 		MOVQ(pa, ar)
 		Load(Param("count"), cnt)
-		Label(name)
-		av, t := YMM(), YMM()
+		Label(lbl + "t")
+		av, t := vec(), vec()
 		VBROADCASTSS(Mem{Base: ar}, av)
-		for j := 0; j < regs; j++ {
-			VCVTPH2PS(Mem{Base: xr, Disp: 16 * j}, t)
+		for j := range acc {
+			VCVTPH2PS(Mem{Base: xr, Disp: 2 * c.lanes * j}, t)
 			VMULPS(av, t, t)
 			VADDPS(t, acc[j], acc[j])
 		}
 		ADDQ(U8(4), ar)
 		ADDQ(stride, xr)
 		DECQ(cnt)
-		JNZ(LabelRef(name))
-		for j := 0; j < regs; j++ {
-			VMOVUPS(acc[j], Mem{Base: y, Disp: 32 * j})
+		JNZ(LabelRef(lbl + "t"))
+		for j := range acc {
+			VMOVUPS(acc[j], Mem{Base: y, Disp: 4 * c.lanes * j})
 		}
-		ADDQ(U32(32*regs), y)
-		ADDQ(U32(16*regs), x)
-		SUBQ(U32(8*regs), n)
+		ADDQ(U32(4*size), y)
+		ADDQ(U32(2*size), x)
+		SUBQ(U32(size), n)
+		JMP(LabelRef(lbl))
 	}
-	Label("axpysF16_64")
-	CMPQ(n, U8(64))
-	JL(LabelRef("axpysF16_8"))
-	chunk("axpysF16_64t", 8)
-	JMP(LabelRef("axpysF16_64"))
-	Label("axpysF16_8")
-	CMPQ(n, U8(0))
-	JE(LabelRef("axpysF16_done"))
-	chunk("axpysF16_8t", 1)
-	JMP(LabelRef("axpysF16_8"))
-	Label("axpysF16_done")
+	Label(label + "_done")
 	VZEROUPPER()
 	RET()
 }
