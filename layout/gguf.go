@@ -483,15 +483,22 @@ func (g *GGUF) Tensor(name string) (*Tensor, bool) {
 }
 
 // ReadTensor reads the data of t from r (the file g was parsed from) into
-// dst, which must hold t.Size bytes.
+// dst, which must hold t.Size bytes. Data that lies
+// past the end of the file (a file truncated since it was opened) is an
+// error that says so, naming the file and the tensor.
 func (g *GGUF) ReadTensor(r io.ReaderAt, t *Tensor, dst []byte) error {
 	if int64(len(dst)) != t.Size {
 		return fmt.Errorf("tensor %q: buffer of %d bytes for %d", t.Name, len(dst), t.Size)
 	}
-	if _, err := r.ReadAt(dst, t.Offset); err != nil {
-		return &FormatError{File: g.Path, Offset: t.Offset, Tensor: t.Name, Msg: "reading data: " + err.Error()}
+	n, err := r.ReadAt(dst, t.Offset)
+	if n == len(dst) {
+		return nil // a ReadAt that fills dst may still say io.EOF
 	}
-	return nil
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &FormatError{File: g.Path, Offset: t.Offset + int64(n), Tensor: t.Name,
+			Msg: fmt.Sprintf("data %d+%d lies past the end of the file (%d bytes read; truncated since it was opened?)", t.Offset, t.Size, n)}
+	}
+	return &FormatError{File: g.Path, Offset: t.Offset, Tensor: t.Name, Msg: "reading data: " + err.Error()}
 }
 
 // Base returns the file name of g without directories.

@@ -1,7 +1,6 @@
 package pack
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -36,25 +35,17 @@ func entryBytes(e *Entry) int64 {
 	return n
 }
 
-// read fills dst (entryBytes(e) bytes) with e's parts in row order. A part
-// that lies past the end of the file (the file truncated since it was
-// opened) is an error naming the file and the tensor.
+// read fills dst (entryBytes(e) bytes) with e's parts in row order
+// (layout.GGUF.ReadTensor: a part past the end of a truncated file is an
+// error naming the file and the tensor).
 func (s *source) read(e *Entry, dst []byte) error {
 	if int64(len(dst)) != entryBytes(e) {
 		return fmt.Errorf("%s: tensor %q: buffer of %d bytes for %d", s.g.Path, e.Name, len(dst), entryBytes(e))
 	}
 	at := int64(0)
 	for _, t := range e.parts {
-		n, err := s.r.ReadAt(dst[at:at+t.Size], t.Offset)
-		if int64(n) == t.Size {
-			err = nil // a ReadAt that fills the buffer may still say io.EOF
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return &layout.FormatError{File: s.g.Path, Offset: t.Offset + int64(n), Tensor: t.Name,
-				Msg: fmt.Sprintf("data %d+%d lies past the end of the file (%d bytes read; truncated while packing?)", t.Offset, t.Size, n)}
-		}
-		if err != nil {
-			return &layout.FormatError{File: s.g.Path, Offset: t.Offset, Tensor: t.Name, Msg: "reading data: " + err.Error()}
+		if err := s.g.ReadTensor(s.r, t, dst[at:at+t.Size]); err != nil {
+			return err
 		}
 		at += t.Size
 	}
