@@ -71,18 +71,19 @@ func (a *attnTask) Run(w, lo, hi int) {
 				cpu.DotsF16(qh, s.kc16[slot*kvd+kh*hd:], kvd, sc[t:t+run])
 				t += run
 			}
-			// softmax(sc) then RoundF16, the scale, the maximum and the
-			// normalisation each one vector pass.
+			// softmax(sc) then RoundF16: the scale and the maximum in one
+			// pass, the normalisation and the rounding in another.
 			var mx float32
 			if m.attnCap == 0 {
 				mx = cpu.ScaleMax(sc, kqScale)
 			} else {
+				mx = float32(math.Inf(-1))
 				for t, v := range sc {
 					sc[t] = s.capped(v) * kqScale
+					mx = max(mx, sc[t])
 				}
-				mx = cpu.ScaleMax(sc, 1)
 			}
-			cpu.ScaleRoundF16(sc, float32(1/cpu.SoftmaxExp(sc, mx)))
+			softmaxFrom(sc, mx, true)
 			for t := 0; t < n; {
 				slot := base + (first+t)%ring
 				run := min(n-t, base+ring-slot)

@@ -142,9 +142,18 @@ func rotate(x0, x1, c, s float32) (float32, float32) {
 
 // softmax turns scores into probabilities in place, as ggml's soft_max:
 // subtract the max, expf, sum in float64, multiply by float32(1/sum).
-func softmax(x []float32) {
-	mx := cpu.ScaleMax(x, 1)
-	cpu.Scale(x, float32(1/cpu.SoftmaxExp(x, mx)))
+func softmax(x []float32) { softmaxFrom(x, cpu.ScaleMax(x, 1), false) }
+
+// softmaxFrom is softmax of x whose largest value is mx; with round, each
+// probability is then rounded to binary16 (the attention's with an f16
+// cache), in the same pass.
+func softmaxFrom(x []float32, mx float32, round bool) {
+	inv := float32(1 / cpu.SoftmaxExp(x, mx))
+	if round {
+		cpu.ScaleRoundF16(x, inv)
+	} else {
+		cpu.Scale(x, inv)
+	}
 }
 
 // dot returns the float32 dot product of a and b (len(a) <= len(b)).
