@@ -517,3 +517,50 @@ func TestErrors(t *testing.T) {
 		t.Error("perplexity on fewer than 2 chunks accepted")
 	}
 }
+
+// TestSoftcapF16Cache runs the gemma2 model (attention soft cap low enough
+// to bite) with the f16 cache, whose attention caps, scales and takes the
+// maximum of the scores in its own loop, against the same model with the
+// f32 cache (TestArchitecturesAgainstReference checks that one against the
+// reference): the logits of a prefill and of decoding agree to the f16
+// cache's precision.
+func TestSoftcapF16Cache(t *testing.T) {
+	tokens := []int32{1, 5, 36, 7, 7, 20, 0, 3, 11, 2, 30}
+	s := newSynth(t, "gemma2", 5, 13)
+	var logits [2][][]float32
+	for c, cache := range []CacheType{CacheF32, CacheF16} {
+		m, err := New(s.p, s.w, Options{Threads: 2, Batch: 4, Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := m.NewState(0)
+		got, err := st.Prefill(tokens[:6])
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits[c] = append(logits[c], append([]float32(nil), got...))
+		for _, tok := range tokens[6:] {
+			if got, err = st.Decode(tok); err != nil {
+				t.Fatal(err)
+			}
+			logits[c] = append(logits[c], append([]float32(nil), got...))
+		}
+		m.Close()
+	}
+	for step := range logits[0] {
+		want := make([]float64, len(logits[0][step]))
+		for i, v := range logits[0][step] {
+			want[i] = float64(v)
+		}
+		var mx, worst float64
+		for _, v := range want {
+			mx = max(mx, math.Abs(v))
+		}
+		for i := range want {
+			worst = max(worst, math.Abs(float64(logits[1][step][i])-want[i]))
+		}
+		if worst > 1e-2*(1+mx) {
+			t.Fatalf("step %d: f16 cache logits differ from the f32 cache's by %g (max |logit| %g)", step, worst, mx)
+		}
+	}
+}
