@@ -54,11 +54,9 @@ type kernels struct {
 	q4_KRows func(codes, sm, dm *byte, cstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)
 	q5_KRows func(codes, high, sm, dm *byte, cstride, hstride, mstride, dstride int, a *int8, d *float32, bp *int16, nsb int, y *float32, rows, tiles, tstride int)
 	q6_KRows func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int)
-	// q4_0Tall and q8_0Tall, where set, take the place of q4_0Rows and
-	// q8_0Rows on column groups of tallRows rows or more (rowsQ4_0,
-	// rowsQ8_0).
-	q4_0Tall func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int)
-	q8_0Tall func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int)
+	// tall, where set, is the set whose rows kernels multiply Q4_0 and
+	// Q8_0 weights on column groups of tallRows rows or more (rowsFor).
+	tall *kernels
 
 	quantQ8_0 func(x *float32, q *int8, d *float32, s *int32, nb int)
 	permute64 func(dst, src *int8, n, dstride int)
@@ -108,7 +106,7 @@ var avx512Kernels = &kernels{
 	name:     "avx512",
 	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX512, q8_0Rows: q8_0RowsAVX512,
 	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX512, q6_KRows: q6_KRowsAVX512,
-	q4_0Tall: q4_0RowsAVX2, q8_0Tall: q8_0RowsAVX2,
+	tall:      avx2Kernels,
 	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
 	dotsF16: dotsF16AVX512, axpysF16: axpysF16AVX512,
 	gemmI8: gemmI8AVX512, gemmPackQ4_0: gemmPackQ4_0AVX512, gemmPackQ8_0: gemmPackQ8_0AVX512,
@@ -119,7 +117,7 @@ var avx512Kernels = &kernels{
 
 // tallRows is the height of a column group from which the AVX-512 set
 // multiplies Q4_0 and Q8_0 weights with one token by the AVX2 rows kernels
-// (q4_0Tall, q8_0Tall): decoding read them from memory faster there, and
+// (kernels.tall): decoding read them from memory faster there, and
 // slower on shorter groups. On this project's AVX-512 VM (AMD EPYC, CPU
 // family 26: Zen 5, 2 threads), decoding token by token with the two
 // choices alternated per token in one process (300-600 tokens after a
@@ -137,20 +135,14 @@ var avx512Kernels = &kernels{
 // known. Every kernel gives the same bits.
 const tallRows = 256
 
-// rowsQ4_0 is k's Q4_0 rows kernel for g's column groups; rowsQ8_0 its
-// Q8_0 one.
-func (k *kernels) rowsQ4_0(g planar.Geometry) func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int) {
-	if k.q4_0Tall != nil && g.RowsPerGroup() >= tallRows {
-		return k.q4_0Tall
+// rowsFor is the set whose rows kernels multiply g with one token: k, or
+// k.tall for Q4_0 and Q8_0 weights on column groups of tallRows rows or
+// more.
+func (k *kernels) rowsFor(g planar.Geometry) *kernels {
+	if k.tall != nil && (g.Type == planar.Q4_0 || g.Type == planar.Q8_0) && g.RowsPerGroup() >= tallRows {
+		return k.tall
 	}
-	return k.q4_0Rows
-}
-
-func (k *kernels) rowsQ8_0(g planar.Geometry) func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int) {
-	if k.q8_0Tall != nil && g.RowsPerGroup() >= tallRows {
-		return k.q8_0Tall
-	}
-	return k.q8_0Rows
+	return k
 }
 
 // levels returns the kernel sets this CPU and build run, best first; the
@@ -356,11 +348,11 @@ func (j *mmJob) rowsGroup(c, i, n int, y []float32) {
 		d := &s.xd[:nbk][0]
 		switch g.Type {
 		case planar.Q4_0:
-			j.k.rowsQ4_0(g)(pl(0), pl(1), per[0], per[1], a, d, &s.xs[:nbk][0], np, yp, n, tiles, ts)
+			j.k.rowsFor(g).q4_0Rows(pl(0), pl(1), per[0], per[1], a, d, &s.xs[:nbk][0], np, yp, n, tiles, ts)
 		case planar.Q5_0:
 			j.k.q5_0Rows(pl(0), pl(1), pl(2), per[0], per[1], per[2], a, d, &s.xs[:nbk][0], np, yp, n, tiles, ts)
 		default:
-			j.k.rowsQ8_0(g)(pl(0), pl(1), per[0], per[1], a, d, np, yp, n, tiles, ts)
+			j.k.rowsFor(g).q8_0Rows(pl(0), pl(1), per[0], per[1], a, d, np, yp, n, tiles, ts)
 		}
 	default:
 		nsb := g.KTile / 256

@@ -523,22 +523,34 @@ func TestSetLevel(t *testing.T) {
 
 // TestTallGroupsKernels checks the choice of rows kernels by group height:
 // the AVX-512 set's Q4_0 and Q8_0 products take the AVX2 kernels on groups
-// of tallRows rows or more and its own below; the AVX2 set its own on all.
+// of tallRows rows or more and its own below, its Q5_0 ones its own on
+// both; the AVX2 set its own on all.
 func TestTallGroupsKernels(t *testing.T) {
 	same := func(a, b any) bool { return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer() }
 	for _, c := range []struct {
-		n      int
-		k      *kernels
-		q4, q8 any
+		n          int
+		k          *kernels
+		q4, q8, q5 any
 	}{
-		{8 * (tallRows - 1), avx512Kernels, q4_0RowsAVX512, q8_0RowsAVX512},
-		{8 * tallRows, avx512Kernels, q4_0RowsAVX2, q8_0RowsAVX2},
-		{8 * tallRows, avx2Kernels, q4_0RowsAVX2, q8_0RowsAVX2},
-		{8 * (tallRows - 1), avx2Kernels, q4_0RowsAVX2, q8_0RowsAVX2},
+		{8 * (tallRows - 1), avx512Kernels, q4_0RowsAVX512, q8_0RowsAVX512, q5_0RowsAVX512},
+		{8 * tallRows, avx512Kernels, q4_0RowsAVX2, q8_0RowsAVX2, q5_0RowsAVX512},
+		{8 * tallRows, avx2Kernels, q4_0RowsAVX2, q8_0RowsAVX2, q5_0RowsAVX2},
+		{8 * (tallRows - 1), avx2Kernels, q4_0RowsAVX2, q8_0RowsAVX2, q5_0RowsAVX2},
 	} {
-		g := planar.Geometry{Type: planar.Q4_0, N: c.n, K: 128, Columns: 8, KTile: 128}
-		if !same(c.k.rowsQ4_0(g), c.q4) || !same(c.k.rowsQ8_0(g), c.q8) {
-			t.Errorf("set %s, groups of %d rows: not the expected rows kernels", c.k.name, g.RowsPerGroup())
+		g := planar.Geometry{N: c.n, K: 128, Columns: 8, KTile: 128}
+		for _, f := range []struct {
+			t    planar.Type
+			want any
+			got  func(*kernels) any
+		}{
+			{planar.Q4_0, c.q4, func(k *kernels) any { return k.q4_0Rows }},
+			{planar.Q8_0, c.q8, func(k *kernels) any { return k.q8_0Rows }},
+			{planar.Q5_0, c.q5, func(k *kernels) any { return k.q5_0Rows }},
+		} {
+			g.Type = f.t
+			if !same(f.got(c.k.rowsFor(g)), f.want) {
+				t.Errorf("set %s, %s, groups of %d rows: not the expected rows kernel", c.k.name, f.t, g.RowsPerGroup())
+			}
 		}
 	}
 }
