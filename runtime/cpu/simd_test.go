@@ -118,7 +118,7 @@ func vecShapes(t planar.Type) []planar.Geometry {
 		// by broadcasts.
 		{Type: t, N: 45, K: 8 * u, Columns: 2, KTile: 4 * u},
 		{Type: t, N: 27, K: 10 * u, Columns: 1, KTile: 5 * u},
-		// Groups of tallRows rows and more (rowsQ4_0, rowsQ8_0).
+		// Groups of tallRows rows and more (kernels.rowsFor).
 		{Type: t, N: 2*tallRows + 6, K: 2 * u, Columns: 2, KTile: u},
 	}
 }
