@@ -96,6 +96,14 @@ func q6_KRowsAVX2(codes *byte, scales *byte, dp *byte, cstride int, sstride int,
 //go:noescape
 func quantQ8_0AVX2(x *float32, q *int8, d *float32, s *int32, nb int)
 
+// quantQ8_KAVX2 quantises nb blocks of 256 activations as Q8_K, exactly as
+// quantQ8_K does:
+//
+//	for i := range nb { quantQ8_K(x[256*i:], q[256*i:], &d[i], bsums[16*i:]) }
+//
+//go:noescape
+func quantQ8_KAVX2(x *float32, q *int8, d *float32, bsums *int32, nb int)
+
 // permute64AVX2 reorders n chunks of 64 activation codes for the nibble
 // kernels, chunk c going to dst[c*dstride:]:
 //

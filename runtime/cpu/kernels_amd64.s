@@ -159,6 +159,18 @@ GLOBL h22<>(SB), RODATA|NOPTR, $8
 DATA ff<>+0(SB)/8, $0x00000000000000ff
 GLOBL ff<>(SB), RODATA|NOPTR, $8
 
+DATA f1<>+0(SB)/8, $0x000000003f800000
+GLOBL f1<>(SB), RODATA|NOPTR, $8
+
+DATA i127<>+0(SB)/8, $0x0000007f0000007f
+DATA i127<>+8(SB)/8, $0x0000007f0000007f
+DATA i127<>+16(SB)/8, $0x0000007f0000007f
+DATA i127<>+24(SB)/8, $0x0000007f0000007f
+GLOBL i127<>(SB), RODATA|NOPTR, $32
+
+DATA sign32<>+0(SB)/8, $0x0000000080000000
+GLOBL sign32<>(SB), RODATA|NOPTR, $8
+
 // func q4_0RowsAVX2(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
 // Requires: AVX, AVX2, CMOV, F16C, MMX+
 TEXT ·q4_0RowsAVX2(SB), NOSPLIT, $48-96
@@ -2597,6 +2609,511 @@ quantQ8_0_block:
 	JNZ          quantQ8_0_block
 
 quantQ8_0_done:
+	VZEROUPPER
+	RET
+
+// func quantQ8_KAVX2(x *float32, q *int8, d *float32, bsums *int32, nb int)
+// Requires: AVX, AVX2
+TEXT ·quantQ8_KAVX2(SB), NOSPLIT, $0-40
+	MOVQ  x+0(FP), AX
+	MOVQ  q+8(FP), CX
+	MOVQ  d+16(FP), DX
+	MOVQ  bsums+24(FP), BX
+	MOVQ  nb+32(FP), SI
+	TESTQ SI, SI
+	JZ    quantQ8_K_done
+
+quantQ8_K_block:
+	VMOVDQU      absMsk<>+0(SB), Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VANDPS       (AX), Y0, Y5
+	VMAXPS       Y1, Y5, Y1
+	VANDPS       32(AX), Y0, Y5
+	VMAXPS       Y2, Y5, Y2
+	VANDPS       64(AX), Y0, Y5
+	VMAXPS       Y3, Y5, Y3
+	VANDPS       96(AX), Y0, Y5
+	VMAXPS       Y4, Y5, Y4
+	VANDPS       128(AX), Y0, Y5
+	VMAXPS       Y1, Y5, Y1
+	VANDPS       160(AX), Y0, Y5
+	VMAXPS       Y2, Y5, Y2
+	VANDPS       192(AX), Y0, Y5
+	VMAXPS       Y3, Y5, Y3
+	VANDPS       224(AX), Y0, Y5
+	VMAXPS       Y4, Y5, Y4
+	VANDPS       256(AX), Y0, Y5
+	VMAXPS       Y1, Y5, Y1
+	VANDPS       288(AX), Y0, Y5
+	VMAXPS       Y2, Y5, Y2
+	VANDPS       320(AX), Y0, Y5
+	VMAXPS       Y3, Y5, Y3
+	VANDPS       352(AX), Y0, Y5
+	VMAXPS       Y4, Y5, Y4
+	VANDPS       384(AX), Y0, Y5
+	VMAXPS       Y1, Y5, Y1
+	VANDPS       416(AX), Y0, Y5
+	VMAXPS       Y2, Y5, Y2
+	VANDPS       448(AX), Y0, Y5
+	VMAXPS       Y3, Y5, Y3
+	VANDPS       480(AX), Y0, Y5
+	VMAXPS       Y4, Y5, Y4
+	VANDPS       512(AX), Y0, Y5
+	VMAXPS       Y1, Y5, Y1
+	VANDPS       544(AX), Y0, Y5
+	VMAXPS       Y2, Y5, Y2
+	VANDPS       576(AX), Y0, Y5
+	VMAXPS       Y3, Y5, Y3
+	VANDPS       608(AX), Y0, Y5
+	VMAXPS       Y4, Y5, Y4
+	VANDPS       640(AX), Y0, Y5
+	VMAXPS       Y1, Y5, Y1
+	VANDPS       672(AX), Y0, Y5
+	VMAXPS       Y2, Y5, Y2
+	VANDPS       704(AX), Y0, Y5
+	VMAXPS       Y3, Y5, Y3
+	VANDPS       736(AX), Y0, Y5
+	VMAXPS       Y4, Y5, Y4
+	VANDPS       768(AX), Y0, Y5
+	VMAXPS       Y1, Y5, Y1
+	VANDPS       800(AX), Y0, Y5
+	VMAXPS       Y2, Y5, Y2
+	VANDPS       832(AX), Y0, Y5
+	VMAXPS       Y3, Y5, Y3
+	VANDPS       864(AX), Y0, Y5
+	VMAXPS       Y4, Y5, Y4
+	VANDPS       896(AX), Y0, Y5
+	VMAXPS       Y1, Y5, Y1
+	VANDPS       928(AX), Y0, Y5
+	VMAXPS       Y2, Y5, Y2
+	VANDPS       960(AX), Y0, Y5
+	VMAXPS       Y3, Y5, Y3
+	VANDPS       992(AX), Y0, Y5
+	VMAXPS       Y4, Y5, Y4
+	VMAXPS       Y2, Y1, Y1
+	VMAXPS       Y4, Y3, Y3
+	VMAXPS       Y3, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X2
+	VMAXPS       X2, X1, X2
+	VMOVHLPS     X2, X2, X1
+	VMAXPS       X1, X2, X2
+	VPSHUFD      $0x01, X2, X1
+	VMAXSS       X1, X2, X2
+	VMOVD        X2, DI
+	TESTL        DI, DI
+	JNZ          quantQ8_K_nonzero
+	VXORPS       Y0, Y0, Y0
+	VMOVDQU      Y0, (CX)
+	VMOVDQU      Y0, 32(CX)
+	VMOVDQU      Y0, 64(CX)
+	VMOVDQU      Y0, 96(CX)
+	VMOVDQU      Y0, 128(CX)
+	VMOVDQU      Y0, 160(CX)
+	VMOVDQU      Y0, 192(CX)
+	VMOVDQU      Y0, 224(CX)
+	VMOVDQU      Y0, (BX)
+	VMOVDQU      Y0, 32(BX)
+	VMOVSS       X0, (DX)
+	JMP          quantQ8_K_next
+
+quantQ8_K_nonzero:
+	VBROADCASTSS X2, Y1
+	MOVQ         AX, DI
+
+quantQ8_K_find:
+	VMOVUPS   (DI), Y5
+	VMOVMSKPS Y5, R9
+	VANDPS    Y0, Y5, Y5
+	VCMPPS    $0x00, Y1, Y5, Y5
+	VMOVMSKPS Y5, R8
+	ADDQ      $0x20, DI
+	TESTL     R8, R8
+	JZ        quantQ8_K_find
+	MOVL      R8, DI
+	NEGL      DI
+	ANDL      DI, R8
+	VMOVSS    f127<>+0(SB), X0
+	VDIVSS    X2, X0, X0
+	TESTL     R9, R8
+	JNZ       quantQ8_K_neg
+	VMOVSS    sign32<>+0(SB), X1
+	VXORPS    X1, X0, X0
+
+quantQ8_K_neg:
+	VMOVSS       f1<>+0(SB), X1
+	VDIVSS       X0, X1, X1
+	VMOVSS       X1, (DX)
+	VBROADCASTSS X0, Y0
+	VBROADCASTSS f1p5x2p23<>+0(SB), Y1
+	VPBROADCASTD m23<>+0(SB), Y2
+	VPBROADCASTD h22<>+0(SB), Y3
+	VPBROADCASTD ff<>+0(SB), Y4
+	VMOVDQU      packIx<>+0(SB), Y5
+	VMULPS       (AX), Y0, Y6
+	VADDPS       Y1, Y6, Y6
+	VPAND        Y2, Y6, Y6
+	VPSUBD       Y3, Y6, Y6
+	VPMINSD      i127<>+0(SB), Y6, Y6
+	VPAND        Y4, Y6, Y6
+	VPSLLD       $0x18, Y6, Y7
+	VPSRAD       $0x18, Y7, Y7
+	VMULPS       32(AX), Y0, Y8
+	VADDPS       Y1, Y8, Y8
+	VPAND        Y2, Y8, Y8
+	VPSUBD       Y3, Y8, Y8
+	VPMINSD      i127<>+0(SB), Y8, Y8
+	VPAND        Y4, Y8, Y8
+	VPSLLD       $0x18, Y8, Y9
+	VPSRAD       $0x18, Y9, Y9
+	VMULPS       64(AX), Y0, Y10
+	VADDPS       Y1, Y10, Y10
+	VPAND        Y2, Y10, Y10
+	VPSUBD       Y3, Y10, Y10
+	VPMINSD      i127<>+0(SB), Y10, Y10
+	VPAND        Y4, Y10, Y10
+	VPSLLD       $0x18, Y10, Y11
+	VPSRAD       $0x18, Y11, Y11
+	VMULPS       96(AX), Y0, Y12
+	VADDPS       Y1, Y12, Y12
+	VPAND        Y2, Y12, Y12
+	VPSUBD       Y3, Y12, Y12
+	VPMINSD      i127<>+0(SB), Y12, Y12
+	VPAND        Y4, Y12, Y12
+	VPSLLD       $0x18, Y12, Y13
+	VPSRAD       $0x18, Y13, Y13
+	VPADDD       Y9, Y7, Y7
+	VPADDD       Y13, Y11, Y11
+	VPHADDD      Y11, Y7, Y7
+	VPHADDD      Y7, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPADDD       X9, X7, X9
+	VMOVQ        X9, (BX)
+	VPACKUSDW    Y8, Y6, Y6
+	VPACKUSDW    Y12, Y10, Y10
+	VPACKUSWB    Y10, Y6, Y6
+	VPERMD       Y6, Y5, Y6
+	VMOVDQU      Y6, (CX)
+	VMULPS       128(AX), Y0, Y6
+	VADDPS       Y1, Y6, Y6
+	VPAND        Y2, Y6, Y6
+	VPSUBD       Y3, Y6, Y6
+	VPMINSD      i127<>+0(SB), Y6, Y6
+	VPAND        Y4, Y6, Y6
+	VPSLLD       $0x18, Y6, Y7
+	VPSRAD       $0x18, Y7, Y7
+	VMULPS       160(AX), Y0, Y8
+	VADDPS       Y1, Y8, Y8
+	VPAND        Y2, Y8, Y8
+	VPSUBD       Y3, Y8, Y8
+	VPMINSD      i127<>+0(SB), Y8, Y8
+	VPAND        Y4, Y8, Y8
+	VPSLLD       $0x18, Y8, Y9
+	VPSRAD       $0x18, Y9, Y9
+	VMULPS       192(AX), Y0, Y10
+	VADDPS       Y1, Y10, Y10
+	VPAND        Y2, Y10, Y10
+	VPSUBD       Y3, Y10, Y10
+	VPMINSD      i127<>+0(SB), Y10, Y10
+	VPAND        Y4, Y10, Y10
+	VPSLLD       $0x18, Y10, Y11
+	VPSRAD       $0x18, Y11, Y11
+	VMULPS       224(AX), Y0, Y12
+	VADDPS       Y1, Y12, Y12
+	VPAND        Y2, Y12, Y12
+	VPSUBD       Y3, Y12, Y12
+	VPMINSD      i127<>+0(SB), Y12, Y12
+	VPAND        Y4, Y12, Y12
+	VPSLLD       $0x18, Y12, Y13
+	VPSRAD       $0x18, Y13, Y13
+	VPADDD       Y9, Y7, Y7
+	VPADDD       Y13, Y11, Y11
+	VPHADDD      Y11, Y7, Y7
+	VPHADDD      Y7, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPADDD       X9, X7, X9
+	VMOVQ        X9, 8(BX)
+	VPACKUSDW    Y8, Y6, Y6
+	VPACKUSDW    Y12, Y10, Y10
+	VPACKUSWB    Y10, Y6, Y6
+	VPERMD       Y6, Y5, Y6
+	VMOVDQU      Y6, 32(CX)
+	VMULPS       256(AX), Y0, Y6
+	VADDPS       Y1, Y6, Y6
+	VPAND        Y2, Y6, Y6
+	VPSUBD       Y3, Y6, Y6
+	VPMINSD      i127<>+0(SB), Y6, Y6
+	VPAND        Y4, Y6, Y6
+	VPSLLD       $0x18, Y6, Y7
+	VPSRAD       $0x18, Y7, Y7
+	VMULPS       288(AX), Y0, Y8
+	VADDPS       Y1, Y8, Y8
+	VPAND        Y2, Y8, Y8
+	VPSUBD       Y3, Y8, Y8
+	VPMINSD      i127<>+0(SB), Y8, Y8
+	VPAND        Y4, Y8, Y8
+	VPSLLD       $0x18, Y8, Y9
+	VPSRAD       $0x18, Y9, Y9
+	VMULPS       320(AX), Y0, Y10
+	VADDPS       Y1, Y10, Y10
+	VPAND        Y2, Y10, Y10
+	VPSUBD       Y3, Y10, Y10
+	VPMINSD      i127<>+0(SB), Y10, Y10
+	VPAND        Y4, Y10, Y10
+	VPSLLD       $0x18, Y10, Y11
+	VPSRAD       $0x18, Y11, Y11
+	VMULPS       352(AX), Y0, Y12
+	VADDPS       Y1, Y12, Y12
+	VPAND        Y2, Y12, Y12
+	VPSUBD       Y3, Y12, Y12
+	VPMINSD      i127<>+0(SB), Y12, Y12
+	VPAND        Y4, Y12, Y12
+	VPSLLD       $0x18, Y12, Y13
+	VPSRAD       $0x18, Y13, Y13
+	VPADDD       Y9, Y7, Y7
+	VPADDD       Y13, Y11, Y11
+	VPHADDD      Y11, Y7, Y7
+	VPHADDD      Y7, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPADDD       X9, X7, X9
+	VMOVQ        X9, 16(BX)
+	VPACKUSDW    Y8, Y6, Y6
+	VPACKUSDW    Y12, Y10, Y10
+	VPACKUSWB    Y10, Y6, Y6
+	VPERMD       Y6, Y5, Y6
+	VMOVDQU      Y6, 64(CX)
+	VMULPS       384(AX), Y0, Y6
+	VADDPS       Y1, Y6, Y6
+	VPAND        Y2, Y6, Y6
+	VPSUBD       Y3, Y6, Y6
+	VPMINSD      i127<>+0(SB), Y6, Y6
+	VPAND        Y4, Y6, Y6
+	VPSLLD       $0x18, Y6, Y7
+	VPSRAD       $0x18, Y7, Y7
+	VMULPS       416(AX), Y0, Y8
+	VADDPS       Y1, Y8, Y8
+	VPAND        Y2, Y8, Y8
+	VPSUBD       Y3, Y8, Y8
+	VPMINSD      i127<>+0(SB), Y8, Y8
+	VPAND        Y4, Y8, Y8
+	VPSLLD       $0x18, Y8, Y9
+	VPSRAD       $0x18, Y9, Y9
+	VMULPS       448(AX), Y0, Y10
+	VADDPS       Y1, Y10, Y10
+	VPAND        Y2, Y10, Y10
+	VPSUBD       Y3, Y10, Y10
+	VPMINSD      i127<>+0(SB), Y10, Y10
+	VPAND        Y4, Y10, Y10
+	VPSLLD       $0x18, Y10, Y11
+	VPSRAD       $0x18, Y11, Y11
+	VMULPS       480(AX), Y0, Y12
+	VADDPS       Y1, Y12, Y12
+	VPAND        Y2, Y12, Y12
+	VPSUBD       Y3, Y12, Y12
+	VPMINSD      i127<>+0(SB), Y12, Y12
+	VPAND        Y4, Y12, Y12
+	VPSLLD       $0x18, Y12, Y13
+	VPSRAD       $0x18, Y13, Y13
+	VPADDD       Y9, Y7, Y7
+	VPADDD       Y13, Y11, Y11
+	VPHADDD      Y11, Y7, Y7
+	VPHADDD      Y7, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPADDD       X9, X7, X9
+	VMOVQ        X9, 24(BX)
+	VPACKUSDW    Y8, Y6, Y6
+	VPACKUSDW    Y12, Y10, Y10
+	VPACKUSWB    Y10, Y6, Y6
+	VPERMD       Y6, Y5, Y6
+	VMOVDQU      Y6, 96(CX)
+	VMULPS       512(AX), Y0, Y6
+	VADDPS       Y1, Y6, Y6
+	VPAND        Y2, Y6, Y6
+	VPSUBD       Y3, Y6, Y6
+	VPMINSD      i127<>+0(SB), Y6, Y6
+	VPAND        Y4, Y6, Y6
+	VPSLLD       $0x18, Y6, Y7
+	VPSRAD       $0x18, Y7, Y7
+	VMULPS       544(AX), Y0, Y8
+	VADDPS       Y1, Y8, Y8
+	VPAND        Y2, Y8, Y8
+	VPSUBD       Y3, Y8, Y8
+	VPMINSD      i127<>+0(SB), Y8, Y8
+	VPAND        Y4, Y8, Y8
+	VPSLLD       $0x18, Y8, Y9
+	VPSRAD       $0x18, Y9, Y9
+	VMULPS       576(AX), Y0, Y10
+	VADDPS       Y1, Y10, Y10
+	VPAND        Y2, Y10, Y10
+	VPSUBD       Y3, Y10, Y10
+	VPMINSD      i127<>+0(SB), Y10, Y10
+	VPAND        Y4, Y10, Y10
+	VPSLLD       $0x18, Y10, Y11
+	VPSRAD       $0x18, Y11, Y11
+	VMULPS       608(AX), Y0, Y12
+	VADDPS       Y1, Y12, Y12
+	VPAND        Y2, Y12, Y12
+	VPSUBD       Y3, Y12, Y12
+	VPMINSD      i127<>+0(SB), Y12, Y12
+	VPAND        Y4, Y12, Y12
+	VPSLLD       $0x18, Y12, Y13
+	VPSRAD       $0x18, Y13, Y13
+	VPADDD       Y9, Y7, Y7
+	VPADDD       Y13, Y11, Y11
+	VPHADDD      Y11, Y7, Y7
+	VPHADDD      Y7, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPADDD       X9, X7, X9
+	VMOVQ        X9, 32(BX)
+	VPACKUSDW    Y8, Y6, Y6
+	VPACKUSDW    Y12, Y10, Y10
+	VPACKUSWB    Y10, Y6, Y6
+	VPERMD       Y6, Y5, Y6
+	VMOVDQU      Y6, 128(CX)
+	VMULPS       640(AX), Y0, Y6
+	VADDPS       Y1, Y6, Y6
+	VPAND        Y2, Y6, Y6
+	VPSUBD       Y3, Y6, Y6
+	VPMINSD      i127<>+0(SB), Y6, Y6
+	VPAND        Y4, Y6, Y6
+	VPSLLD       $0x18, Y6, Y7
+	VPSRAD       $0x18, Y7, Y7
+	VMULPS       672(AX), Y0, Y8
+	VADDPS       Y1, Y8, Y8
+	VPAND        Y2, Y8, Y8
+	VPSUBD       Y3, Y8, Y8
+	VPMINSD      i127<>+0(SB), Y8, Y8
+	VPAND        Y4, Y8, Y8
+	VPSLLD       $0x18, Y8, Y9
+	VPSRAD       $0x18, Y9, Y9
+	VMULPS       704(AX), Y0, Y10
+	VADDPS       Y1, Y10, Y10
+	VPAND        Y2, Y10, Y10
+	VPSUBD       Y3, Y10, Y10
+	VPMINSD      i127<>+0(SB), Y10, Y10
+	VPAND        Y4, Y10, Y10
+	VPSLLD       $0x18, Y10, Y11
+	VPSRAD       $0x18, Y11, Y11
+	VMULPS       736(AX), Y0, Y12
+	VADDPS       Y1, Y12, Y12
+	VPAND        Y2, Y12, Y12
+	VPSUBD       Y3, Y12, Y12
+	VPMINSD      i127<>+0(SB), Y12, Y12
+	VPAND        Y4, Y12, Y12
+	VPSLLD       $0x18, Y12, Y13
+	VPSRAD       $0x18, Y13, Y13
+	VPADDD       Y9, Y7, Y7
+	VPADDD       Y13, Y11, Y11
+	VPHADDD      Y11, Y7, Y7
+	VPHADDD      Y7, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPADDD       X9, X7, X9
+	VMOVQ        X9, 40(BX)
+	VPACKUSDW    Y8, Y6, Y6
+	VPACKUSDW    Y12, Y10, Y10
+	VPACKUSWB    Y10, Y6, Y6
+	VPERMD       Y6, Y5, Y6
+	VMOVDQU      Y6, 160(CX)
+	VMULPS       768(AX), Y0, Y6
+	VADDPS       Y1, Y6, Y6
+	VPAND        Y2, Y6, Y6
+	VPSUBD       Y3, Y6, Y6
+	VPMINSD      i127<>+0(SB), Y6, Y6
+	VPAND        Y4, Y6, Y6
+	VPSLLD       $0x18, Y6, Y7
+	VPSRAD       $0x18, Y7, Y7
+	VMULPS       800(AX), Y0, Y8
+	VADDPS       Y1, Y8, Y8
+	VPAND        Y2, Y8, Y8
+	VPSUBD       Y3, Y8, Y8
+	VPMINSD      i127<>+0(SB), Y8, Y8
+	VPAND        Y4, Y8, Y8
+	VPSLLD       $0x18, Y8, Y9
+	VPSRAD       $0x18, Y9, Y9
+	VMULPS       832(AX), Y0, Y10
+	VADDPS       Y1, Y10, Y10
+	VPAND        Y2, Y10, Y10
+	VPSUBD       Y3, Y10, Y10
+	VPMINSD      i127<>+0(SB), Y10, Y10
+	VPAND        Y4, Y10, Y10
+	VPSLLD       $0x18, Y10, Y11
+	VPSRAD       $0x18, Y11, Y11
+	VMULPS       864(AX), Y0, Y12
+	VADDPS       Y1, Y12, Y12
+	VPAND        Y2, Y12, Y12
+	VPSUBD       Y3, Y12, Y12
+	VPMINSD      i127<>+0(SB), Y12, Y12
+	VPAND        Y4, Y12, Y12
+	VPSLLD       $0x18, Y12, Y13
+	VPSRAD       $0x18, Y13, Y13
+	VPADDD       Y9, Y7, Y7
+	VPADDD       Y13, Y11, Y11
+	VPHADDD      Y11, Y7, Y7
+	VPHADDD      Y7, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPADDD       X9, X7, X9
+	VMOVQ        X9, 48(BX)
+	VPACKUSDW    Y8, Y6, Y6
+	VPACKUSDW    Y12, Y10, Y10
+	VPACKUSWB    Y10, Y6, Y6
+	VPERMD       Y6, Y5, Y6
+	VMOVDQU      Y6, 192(CX)
+	VMULPS       896(AX), Y0, Y6
+	VADDPS       Y1, Y6, Y6
+	VPAND        Y2, Y6, Y6
+	VPSUBD       Y3, Y6, Y6
+	VPMINSD      i127<>+0(SB), Y6, Y6
+	VPAND        Y4, Y6, Y6
+	VPSLLD       $0x18, Y6, Y7
+	VPSRAD       $0x18, Y7, Y7
+	VMULPS       928(AX), Y0, Y8
+	VADDPS       Y1, Y8, Y8
+	VPAND        Y2, Y8, Y8
+	VPSUBD       Y3, Y8, Y8
+	VPMINSD      i127<>+0(SB), Y8, Y8
+	VPAND        Y4, Y8, Y8
+	VPSLLD       $0x18, Y8, Y9
+	VPSRAD       $0x18, Y9, Y9
+	VMULPS       960(AX), Y0, Y10
+	VADDPS       Y1, Y10, Y10
+	VPAND        Y2, Y10, Y10
+	VPSUBD       Y3, Y10, Y10
+	VPMINSD      i127<>+0(SB), Y10, Y10
+	VPAND        Y4, Y10, Y10
+	VPSLLD       $0x18, Y10, Y11
+	VPSRAD       $0x18, Y11, Y11
+	VMULPS       992(AX), Y0, Y0
+	VADDPS       Y1, Y0, Y0
+	VPAND        Y2, Y0, Y0
+	VPSUBD       Y3, Y0, Y0
+	VPMINSD      i127<>+0(SB), Y0, Y0
+	VPAND        Y4, Y0, Y0
+	VPSLLD       $0x18, Y0, Y1
+	VPSRAD       $0x18, Y1, Y1
+	VPADDD       Y9, Y7, Y7
+	VPADDD       Y1, Y11, Y11
+	VPHADDD      Y11, Y7, Y7
+	VPHADDD      Y7, Y7, Y7
+	VEXTRACTI128 $0x01, Y7, X1
+	VPADDD       X1, X7, X1
+	VMOVQ        X1, 56(BX)
+	VPACKUSDW    Y8, Y6, Y6
+	VPACKUSDW    Y0, Y10, Y10
+	VPACKUSWB    Y10, Y6, Y6
+	VPERMD       Y6, Y5, Y6
+	VMOVDQU      Y6, 224(CX)
+
+quantQ8_K_next:
+	ADDQ $0x00000400, AX
+	ADDQ $0x00000100, CX
+	ADDQ $0x04, DX
+	ADDQ $0x40, BX
+	DECQ SI
+	JNZ  quantQ8_K_block
+
+quantQ8_K_done:
 	VZEROUPPER
 	RET
 

@@ -127,6 +127,11 @@ func (t *quantTask) Run(w, lo, hi int) {
 		}
 		return
 	}
+	if t.ks != nil && hi > lo {
+		xs := x[256*lo : 256*hi]
+		t.ks.quantQ8_K(&xs[0], &s.q[256*lo : 256*hi][0], &s.d[lo:hi][0], &s.s[16*lo : 16*hi][0], hi-lo)
+		return
+	}
 	for i := lo; i < hi; i++ {
 		quantQ8_K(x[256*i:256*i+256], s.q[256*i:256*i+256], &s.d[i], s.s[16*i:16*i+16])
 	}

@@ -230,6 +230,19 @@ func TestSimMatchesAVX2(t *testing.T) {
 			t.Fatalf("quantQ8_0 blocks %d..%d: native %v %v %v, simulated %v %v %v", i, i+nb, q, d, s, q2, d2, s2)
 		}
 	}
+	kblocks := q8KBlocks(rng, 8)
+	for i := 0; i+2 <= len(kblocks); i += 2 {
+		x := append(slices.Clip(kblocks[i]), kblocks[i+1]...)
+		var q, q2 [512 + 8]int8
+		var d, d2 [3]float32
+		var s, s2 [33]int32
+		avx2Kernels.quantQ8_K(&x[0], &q[0], &d[0], &s[0], 2)
+		sim.quantQ8_K(&x[0], &q2[0], &d2[0], &s2[0], 2)
+		if q != q2 || s != s2 || math.Float32bits(d[0]) != math.Float32bits(d2[0]) ||
+			math.Float32bits(d[1]) != math.Float32bits(d2[1]) || d[2] != d2[2] {
+			t.Fatalf("quantQ8_K blocks %d..%d: native %v %v %v, simulated %v %v %v", i, i+2, q, d, s, q2, d2, s2)
+		}
+	}
 	src := make([]int8, 64*3)
 	for i := range src {
 		src[i] = int8(rng.IntN(256))
@@ -246,7 +259,7 @@ func TestSimMatchesAVX2(t *testing.T) {
 			t.Fatalf("permute64 stride %d: simulated %v, native %v", stride, got, want)
 		}
 	}
-	t.Logf("quantQ8_0: %d blocks, permute64: 2 strides match; %d MatMat calls; %v", len(blocks), calls, time.Since(start).Round(time.Millisecond))
+	t.Logf("quantQ8_0: %d blocks, quantQ8_K: %d blocks, permute64: 2 strides match; %d MatMat calls; %v", len(blocks), len(kblocks), calls, time.Since(start).Round(time.Millisecond))
 }
 
 // TestSimAllF16Scales is TestSIMDAllF16Scales under the simulator: every

@@ -26,10 +26,9 @@ import (
 //   - for MatMat (two tokens or more), the GEMM of gemm.go and gemmk.go:
 //     panels of 32 rows laid out per call, the lanes being rows.
 //
-// The activation quantiser of Q8_0 (quantQ8_0AVX2) and the reordering of
-// the codes for the nibble formats (permute64AVX2, whose reference is
-// permute64) are vectorised too; Q8_K activations keep the scalar
-// quantiser.
+// The activation quantisers (quantQ8_0AVX2, quantQ8_KAVX2) and the
+// reordering of the codes for the nibble formats (permute64AVX2, whose
+// reference is permute64) are vectorised too.
 //
 // The AVX-512 set (avx512Kernels, _generate/avx512.go; AVX512F, BW, VL
 // and VNNI) has the same arguments, layouts and bits, with its own rows
@@ -59,6 +58,7 @@ type kernels struct {
 	tall *kernels
 
 	quantQ8_0 func(x *float32, q *int8, d *float32, s *int32, nb int)
+	quantQ8_K func(x *float32, q *int8, d *float32, bsums *int32, nb int)
 	permute64 func(dst, src *int8, n, dstride int)
 
 	// The attention's f16 operations over many rows (DotsF16, AxpysF16):
@@ -88,7 +88,7 @@ var avx2Kernels = &kernels{
 	name:     "avx2",
 	q4_0Rows: q4_0RowsAVX2, q5_0Rows: q5_0RowsAVX2, q8_0Rows: q8_0RowsAVX2,
 	q4_KRows: q4_KRowsAVX2, q5_KRows: q5_KRowsAVX2, q6_KRows: q6_KRowsAVX2,
-	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
+	quantQ8_0: quantQ8_0AVX2, quantQ8_K: quantQ8_KAVX2, permute64: permute64AVX2,
 	dotsF16: dotsF16AVX2, axpysF16: axpysF16AVX2,
 	gemm2: gemm2AVX2, gemm2Q8: gemm2Q8AVX2,
 	gemmPackQ4_0: gemmPackQ4_0AVX2, gemmPackQ8_0: gemmPackQ8_0AVX2, gemmPackHigh: gemmPackHighAVX2,
@@ -100,14 +100,14 @@ var avx2Kernels = &kernels{
 // avx512Kernels is the AVX-512 set (AVX512F, BW, VL and VNNI; generated
 // by _generate/avx512.go into kernels_amd64.s and _generate/gemm into
 // gemm_amd64.s). It has its own rows kernels (MatVec, decode) and GEMM
-// (MatMat, prefill) for every quantised format; the activation quantiser (quantQ8_0) and permute64 are the AVX2 ones, which
+// (MatMat, prefill) for every quantised format; the activation quantisers (quantQ8_0, quantQ8_K) and permute64 are the AVX2 ones, which
 // every AVX-512 CPU runs.
 var avx512Kernels = &kernels{
 	name:     "avx512",
 	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX512, q8_0Rows: q8_0RowsAVX512,
 	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX512, q6_KRows: q6_KRowsAVX512,
 	tall:      avx2Kernels,
-	quantQ8_0: quantQ8_0AVX2, permute64: permute64AVX2,
+	quantQ8_0: quantQ8_0AVX2, quantQ8_K: quantQ8_KAVX2, permute64: permute64AVX2,
 	dotsF16: dotsF16AVX512, axpysF16: axpysF16AVX512,
 	gemmI8: gemmI8AVX512, gemmPackQ4_0: gemmPackQ4_0AVX512, gemmPackQ8_0: gemmPackQ8_0AVX512,
 	gemmPackHigh: gemmPackHighAVX512, gemmPrefetch: gemmPrefetchAVX512,

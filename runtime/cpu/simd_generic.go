@@ -38,6 +38,8 @@ func q6_KRowsAVX2(codes, scales, dp *byte, cstride, sstride, dstride int, a *int
 
 func quantQ8_0AVX2(x *float32, q *int8, d *float32, s *int32, nb int) { noAsm() }
 
+func quantQ8_KAVX2(x *float32, q *int8, d *float32, bsums *int32, nb int) { noAsm() }
+
 func permute64AVX2(dst, src *int8, n, dstride int) { noAsm() }
 
 func q4_0RowsAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows, tiles, tstride int) {

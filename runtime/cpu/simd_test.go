@@ -228,6 +228,107 @@ func TestQuantQ8_0AVX2(t *testing.T) {
 	}
 }
 
+// q8KBlocks returns blocks of 256 activations for the Q8_K quantisers:
+// random ones and edge ones: all zero, negative zeros, a single nonzero,
+// the largest magnitude twice with either sign first (the scale's sign is
+// the first one's), exact ties of x*127/amax, magnitudes from float32
+// subnormals (where 127/amax overflows) to near the float32 limit, and
+// NaNs and infinities among finite values, and random blocks with NaNs in
+// random places.
+func q8KBlocks(rng *rand.Rand, random int) [][]float32 {
+	var blocks [][]float32
+	for i := 0; i < random; i++ {
+		blocks = append(blocks, randomX(rng, 256))
+	}
+	edge := func(f func(i int) float32) {
+		b := make([]float32, 256)
+		for i := range b {
+			b[i] = f(i)
+		}
+		blocks = append(blocks, b)
+	}
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	edge(func(int) float32 { return 0 })
+	edge(func(int) float32 { return float32(math.Copysign(0, -1)) })
+	edge(func(int) float32 { return nan })
+	for _, at := range []int{0, 7, 200, 255} {
+		edge(func(i int) float32 {
+			if i == at {
+				return -3
+			}
+			return 0
+		})
+	}
+	for _, first := range []float32{-5, 5} {
+		edge(func(i int) float32 {
+			switch i {
+			case 100:
+				return first
+			case 101, 180:
+				return -first
+			}
+			return float32(i%9) - 4
+		})
+	}
+	edge(func(i int) float32 { return float32(i%32) - 15.5 })
+	edge(func(i int) float32 { return (float32(i%32) - 16) * 127 / 32 })
+	for _, s := range []float64{1e-45, 4.4e-39, 1e-37, 1e-9, 1e-7, 65504 * 127, 1e30, 3e38} {
+		edge(func(i int) float32 { return float32(s * (float64(i%7) - 3)) })
+	}
+	for _, v := range []float32{nan, -nan, inf, -inf, math.Float32frombits(0x7f800001), math.Float32frombits(0xffc12345)} {
+		for _, at := range []int{0, 77, 231, 255} {
+			edge(func(i int) float32 {
+				if i == at {
+					return v
+				}
+				return float32(i%11) - 5.25
+			})
+		}
+	}
+	// random blocks with NaNs in random places, some after the maximum
+	for i := 0; i < random; i++ {
+		b := randomX(rng, 256)
+		for j := 0; j < 1+rng.IntN(8); j++ {
+			b[rng.IntN(256)] = nan
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks
+}
+
+// TestQuantQ8_KAVX2 compares the assembly quantiser with quantQ8_K bit for
+// bit, codes, sums and scales, on q8KBlocks (every input, NaN and
+// infinities included) and on the bytes around the outputs.
+func TestQuantQ8_KAVX2(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no assembly kernels on this machine or build")
+	}
+	blocks := q8KBlocks(rand.New(rand.NewPCG(23, 24)), 300)
+	const nb = 3
+	for i := 0; i+nb <= len(blocks)+nb-1; i++ {
+		x := make([]float32, 0, 256*nb)
+		for j := 0; j < nb; j++ {
+			x = append(x, blocks[(i+j)%len(blocks)]...)
+		}
+		var q, q2 [256*nb + 1]int8
+		var d, d2 [nb + 1]float32
+		var s, s2 [16*nb + 1]int32
+		q[256*nb], q2[256*nb], d[nb], d2[nb], s[16*nb], s2[16*nb] = 9, 9, 9, 9, 9, 9
+		for j := 0; j < nb; j++ {
+			quantQ8_K(x[256*j:], q[256*j:], &d[j], s[16*j:])
+		}
+		quantQ8_KAVX2(&x[0], &q2[0], &d2[0], &s2[0], nb)
+		if q != q2 || s != s2 {
+			t.Fatalf("blocks %d..%d: codes or sums differ:\n go %v %v\nasm %v %v", i, i+nb, q, s, q2, s2)
+		}
+		for j := range d {
+			if math.Float32bits(d[j]) != math.Float32bits(d2[j]) {
+				t.Fatalf("block %d: d = %v, asm %v", i+j, d[j], d2[j])
+			}
+		}
+	}
+}
+
 // TestPermute64AVX2 compares the assembly permutation with permute64,
 // including the destination stride and the bytes around the output.
 func TestPermute64AVX2(t *testing.T) {

@@ -46,6 +46,7 @@ func main() {
 	rowsQ6("q6_KRowsAVX2")
 
 	quantQ8_0()
+	quantQ8_K()
 	permute64()
 
 	avx512()
@@ -72,6 +73,8 @@ var (
 	permB  Mem    // per lane: the 8 even bytes, then the 8 odd ones
 	// nearestInt: float32 1.5*2^23, the mantissa mask, 2^22; and 0xff
 	f1p5x2p23, m23, h22, ff Mem
+	// quantQ8_K: float32 1, 8 x int32 127, the float32 sign bit
+	f1, i127, sign32 Mem
 )
 
 func table(name string, b []byte) Mem {
@@ -158,6 +161,9 @@ func constants() {
 	m23 = table("m23", i32(0x007fffff, 0))
 	h22 = table("h22", i32(0x00400000, 0))
 	ff = table("ff", i32(0xff, 0))
+	f1 = table("f1", i32(0x3f800000, 0))
+	i127 = table("i127", i32(127, 127, 127, 127, 127, 127, 127, 127))
+	sign32 = table("sign32", i32(0x80000000, 0))
 }
 
 // param returns the stack slot of an argument, used as a variable by the
@@ -1057,6 +1063,153 @@ func quantQ8_0() {
 	DECQ(n)
 	JNZ(LabelRef("quantQ8_0_block"))
 	Label("quantQ8_0_done")
+	VZEROUPPER()
+	RET()
+}
+
+// quantQ8_K writes the Q8_K activation quantiser of nb blocks of 256, the
+// arithmetic of quantQ8_K in quant.go: amax = max|x| over the block, NaNs
+// passed over as the scalar comparison passes over them, vmax the first
+// element whose magnitude is amax; an all-zero block (amax 0) gives zero
+// codes, sums and scale; otherwise iscale = -127/vmax, r = nearestInt(x*iscale)
+// by the float trick of quantQ8_0, q = int8(min(127, r)), bsums the sums of
+// each 16 codes as int8, d = 1/iscale. Every step is the scalar code's
+// float operation, so the bits are the same for every input.
+func quantQ8_K() {
+	TEXT("quantQ8_KAVX2", NOSPLIT, "func(x *float32, q *int8, d *float32, bsums *int32, nb int)")
+	Pragma("noescape")
+	Doc("quantQ8_KAVX2 quantises nb blocks of 256 activations as Q8_K, exactly as",
+		"quantQ8_K does:",
+		"",
+		"\tfor i := range nb { quantQ8_K(x[256*i:], q[256*i:], &d[i], bsums[16*i:]) }")
+	x := Load(Param("x"), GP64())
+	q := Load(Param("q"), GP64())
+	d := Load(Param("d"), GP64())
+	s := Load(Param("bsums"), GP64())
+	n := Load(Param("nb"), GP64())
+	TESTQ(n, n)
+	JZ(LabelRef("quantQ8_K_done"))
+	Label("quantQ8_K_block")
+	// amax: four running maxima; VMAXPS returns its second source (the
+	// running maximum) when the first (|x|) is NaN, as x > amax is false.
+	am := YMM()
+	VMOVDQU(absMsk, am)
+	var acc [4]VecVirtual
+	for i := range acc {
+		acc[i] = YMM()
+		VXORPS(acc[i], acc[i], acc[i])
+	}
+	t := YMM()
+	for i := 0; i < 32; i++ {
+		VANDPS(Mem{Base: x, Disp: 32 * i}, am, t)
+		VMAXPS(acc[i%4], t, acc[i%4])
+	}
+	VMAXPS(acc[1], acc[0], acc[0])
+	VMAXPS(acc[3], acc[2], acc[2])
+	VMAXPS(acc[2], acc[0], acc[0])
+	h, h2 := XMM(), XMM()
+	VEXTRACTF128(U8(1), acc[0], h)
+	VMAXPS(h, acc[0].AsX(), h)
+	VMOVHLPS(h, h, h2)
+	VMAXPS(h2, h, h)
+	VPSHUFD(U8(1), h, h2)
+	VMAXSS(h2, h, h) // amax in lane 0
+	am0 := GP32()
+	VMOVD(h, am0)
+	TESTL(am0, am0) // amax >= +0: zero exactly when its bits are
+	JNZ(LabelRef("quantQ8_K_nonzero"))
+	// amax 0: zero codes, sums and scale
+	zy := YMM()
+	VXORPS(zy, zy, zy)
+	for i := 0; i < 8; i++ {
+		VMOVDQU(zy, Mem{Base: q, Disp: 32 * i})
+	}
+	VMOVDQU(zy, Mem{Base: s})
+	VMOVDQU(zy, Mem{Base: s, Disp: 32})
+	VMOVSS(zy.AsX(), Mem{Base: d})
+	JMP(LabelRef("quantQ8_K_next"))
+
+	Label("quantQ8_K_nonzero")
+	// vmax is +amax or -amax: the sign of the first element whose
+	// magnitude is amax (the lowest set bit of the first nonzero mask of
+	// |x| == amax, in the sign mask of the same eight elements).
+	ay := YMM()
+	VBROADCASTSS(h, ay)
+	p, m, sg := GP64(), GP64(), GP64()
+	MOVQ(x, p)
+	Label("quantQ8_K_find")
+	VMOVUPS(Mem{Base: p}, t)
+	VMOVMSKPS(t, sg.As32())
+	VANDPS(am, t, t)
+	VCMPPS(U8(0), ay, t, t) // |x| == amax
+	VMOVMSKPS(t, m.As32())
+	ADDQ(U8(32), p)
+	TESTL(m.As32(), m.As32())
+	JZ(LabelRef("quantQ8_K_find"))
+	MOVL(m.As32(), p.As32())
+	NEGL(p.As32())
+	ANDL(p.As32(), m.As32()) // the lowest set bit
+	// iscale = -127/vmax: 127/amax, its sign flipped when vmax is +amax
+	// (division rounds the same for either sign); d = 1/iscale.
+	is := XMM()
+	VMOVSS(f127, is)
+	VDIVSS(h, is, is)
+	TESTL(sg.As32(), m.As32())
+	JNZ(LabelRef("quantQ8_K_neg"))
+	sb := XMM()
+	VMOVSS(sign32, sb)
+	VXORPS(sb, is, is)
+	Label("quantQ8_K_neg")
+	dd := XMM()
+	VMOVSS(f1, dd)
+	VDIVSS(is, dd, dd)
+	VMOVSS(dd, Mem{Base: d})
+	isy := YMM()
+	VBROADCASTSS(is, isy)
+	magic, mant, half, low8, ix := YMM(), YMM(), YMM(), YMM(), YMM()
+	VBROADCASTSS(f1p5x2p23, magic)
+	VPBROADCASTD(m23, mant)
+	VPBROADCASTD(h22, half)
+	VPBROADCASTD(ff, low8)
+	VMOVDQU(packIx, ix)
+	for g := 0; g < 8; g++ {
+		var v, w [4]VecVirtual
+		for i := range v {
+			v[i] = YMM()
+			VMULPS(Mem{Base: x, Disp: 128*g + 32*i}, isy, v[i])
+			VADDPS(magic, v[i], v[i])
+			VPAND(mant, v[i], v[i])
+			VPSUBD(half, v[i], v[i])
+			VPMINSD(i127, v[i], v[i])
+			VPAND(low8, v[i], v[i])
+			// int8(r) widened again, for the sums
+			w[i] = YMM()
+			VPSLLD(U8(24), v[i], w[i])
+			VPSRAD(U8(24), w[i], w[i])
+		}
+		// bsums 2g (elements 0-15 of the group) and 2g+1 (16-31)
+		VPADDD(w[1], w[0], w[0])
+		VPADDD(w[3], w[2], w[2])
+		VPHADDD(w[2], w[0], w[0]) // [a01 a23 b01 b23 | a45 a67 b45 b67]
+		VPHADDD(w[0], w[0], w[0]) // [a0-3 b0-3 . . | a4-7 b4-7 . .]
+		hx := XMM()
+		VEXTRACTI128(U8(1), w[0], hx)
+		VPADDD(hx, w[0].AsX(), hx)
+		VMOVQ(hx, Mem{Base: s, Disp: 8 * g})
+		VPACKUSDW(v[1], v[0], v[0])
+		VPACKUSDW(v[3], v[2], v[2])
+		VPACKUSWB(v[2], v[0], v[0])
+		VPERMD(v[0], ix, v[0])
+		VMOVDQU(v[0], Mem{Base: q, Disp: 32 * g})
+	}
+	Label("quantQ8_K_next")
+	ADDQ(U32(1024), x)
+	ADDQ(U32(256), q)
+	ADDQ(U8(4), d)
+	ADDQ(U8(64), s)
+	DECQ(n)
+	JNZ(LabelRef("quantQ8_K_block"))
+	Label("quantQ8_K_done")
 	VZEROUPPER()
 	RET()
 }
