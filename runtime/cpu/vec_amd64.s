@@ -376,7 +376,7 @@ TEXT ·axpysF16AVX2(SB), NOSPLIT, $0-48
 
 axpysF16_64:
 	CMPQ    SI, $0x40
-	JL      axpysF16_8
+	JL      axpysF16_32
 	VMOVUPS (BX), Y0
 	VMOVUPS 32(BX), Y1
 	VMOVUPS 64(BX), Y2
@@ -431,6 +431,72 @@ axpysF16_64t:
 	ADDQ         $0x00000080, CX
 	SUBQ         $0x00000040, SI
 	JMP          axpysF16_64
+
+axpysF16_32:
+	CMPQ    SI, $0x20
+	JL      axpysF16_16
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVUPS 64(BX), Y2
+	VMOVUPS 96(BX), Y3
+	MOVQ    CX, DI
+	MOVQ    AX, R8
+	MOVQ    count+40(FP), R9
+
+axpysF16_32t:
+	VBROADCASTSS (R8), Y4
+	VCVTPH2PS    (DI), Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       Y5, Y0, Y0
+	VCVTPH2PS    16(DI), Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       Y5, Y1, Y1
+	VCVTPH2PS    32(DI), Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       Y5, Y2, Y2
+	VCVTPH2PS    48(DI), Y5
+	VMULPS       Y4, Y5, Y5
+	VADDPS       Y5, Y3, Y3
+	ADDQ         $0x04, R8
+	ADDQ         DX, DI
+	DECQ         R9
+	JNZ          axpysF16_32t
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, 32(BX)
+	VMOVUPS      Y2, 64(BX)
+	VMOVUPS      Y3, 96(BX)
+	ADDQ         $0x00000080, BX
+	ADDQ         $0x00000040, CX
+	SUBQ         $0x00000020, SI
+	JMP          axpysF16_32
+
+axpysF16_16:
+	CMPQ    SI, $0x10
+	JL      axpysF16_8
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	MOVQ    CX, DI
+	MOVQ    AX, R8
+	MOVQ    count+40(FP), R9
+
+axpysF16_16t:
+	VBROADCASTSS (R8), Y2
+	VCVTPH2PS    (DI), Y3
+	VMULPS       Y2, Y3, Y3
+	VADDPS       Y3, Y0, Y0
+	VCVTPH2PS    16(DI), Y3
+	VMULPS       Y2, Y3, Y3
+	VADDPS       Y3, Y1, Y1
+	ADDQ         $0x04, R8
+	ADDQ         DX, DI
+	DECQ         R9
+	JNZ          axpysF16_16t
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, 32(BX)
+	ADDQ         $0x00000040, BX
+	ADDQ         $0x00000020, CX
+	SUBQ         $0x00000010, SI
+	JMP          axpysF16_16
 
 axpysF16_8:
 	CMPQ    SI, $0x08
@@ -678,7 +744,7 @@ TEXT ·axpysF16AVX512(SB), NOSPLIT, $0-48
 
 axpysF16x_128:
 	CMPQ    SI, $0x80
-	JL      axpysF16x_16
+	JL      axpysF16x_64
 	VMOVUPS (BX), Z0
 	VMOVUPS 64(BX), Z1
 	VMOVUPS 128(BX), Z2
@@ -733,6 +799,72 @@ axpysF16x_128t:
 	ADDQ         $0x00000100, CX
 	SUBQ         $0x00000080, SI
 	JMP          axpysF16x_128
+
+axpysF16x_64:
+	CMPQ    SI, $0x40
+	JL      axpysF16x_32
+	VMOVUPS (BX), Z0
+	VMOVUPS 64(BX), Z1
+	VMOVUPS 128(BX), Z2
+	VMOVUPS 192(BX), Z3
+	MOVQ    CX, DI
+	MOVQ    AX, R8
+	MOVQ    count+40(FP), R9
+
+axpysF16x_64t:
+	VBROADCASTSS (R8), Z4
+	VCVTPH2PS    (DI), Z5
+	VMULPS       Z4, Z5, Z5
+	VADDPS       Z5, Z0, Z0
+	VCVTPH2PS    32(DI), Z5
+	VMULPS       Z4, Z5, Z5
+	VADDPS       Z5, Z1, Z1
+	VCVTPH2PS    64(DI), Z5
+	VMULPS       Z4, Z5, Z5
+	VADDPS       Z5, Z2, Z2
+	VCVTPH2PS    96(DI), Z5
+	VMULPS       Z4, Z5, Z5
+	VADDPS       Z5, Z3, Z3
+	ADDQ         $0x04, R8
+	ADDQ         DX, DI
+	DECQ         R9
+	JNZ          axpysF16x_64t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	VMOVUPS      Z2, 128(BX)
+	VMOVUPS      Z3, 192(BX)
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x00000080, CX
+	SUBQ         $0x00000040, SI
+	JMP          axpysF16x_64
+
+axpysF16x_32:
+	CMPQ    SI, $0x20
+	JL      axpysF16x_16
+	VMOVUPS (BX), Z0
+	VMOVUPS 64(BX), Z1
+	MOVQ    CX, DI
+	MOVQ    AX, R8
+	MOVQ    count+40(FP), R9
+
+axpysF16x_32t:
+	VBROADCASTSS (R8), Z2
+	VCVTPH2PS    (DI), Z3
+	VMULPS       Z2, Z3, Z3
+	VADDPS       Z3, Z0, Z0
+	VCVTPH2PS    32(DI), Z3
+	VMULPS       Z2, Z3, Z3
+	VADDPS       Z3, Z1, Z1
+	ADDQ         $0x04, R8
+	ADDQ         DX, DI
+	DECQ         R9
+	JNZ          axpysF16x_32t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	ADDQ         $0x00000080, BX
+	ADDQ         $0x00000040, CX
+	SUBQ         $0x00000020, SI
+	JMP          axpysF16x_32
 
 axpysF16x_16:
 	CMPQ    SI, $0x10

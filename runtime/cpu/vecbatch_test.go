@@ -33,7 +33,7 @@ func TestDotsAxpysF16(t *testing.T) {
 
 func checkDotsAxpysF16(t *testing.T, withSIMD func(bool, func())) {
 	rng := rand.New(rand.NewPCG(81, 82))
-	for _, n := range []int{8, 13, 16, 24, 40, 64, 72, 80, 96, 128, 136, 256} {
+	for _, n := range []int{8, 13, 16, 24, 40, 64, 72, 80, 96, 120, 128, 136, 192, 248, 256} {
 		for _, rows := range []int{1, 3, 4, 5, 8, 37} {
 			stride := n + 8*rng.IntN(4)
 			b := make([]uint16, (rows-1)*stride+n)

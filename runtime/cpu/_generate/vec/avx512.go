@@ -146,6 +146,6 @@ func reduce4x512(s []VecVirtual, k Register, out Register) {
 // 16, then of 8; each element gets the same product and sum per row, in
 // row order.
 func axpysF16x512() {
-	axpys("axpysF16AVX512", "axpysF16x", []axpysChunk{{8, 16}, {1, 16}, {1, 8}},
+	axpys("axpysF16AVX512", "axpysF16x", []axpysChunk{{8, 16}, {4, 16}, {2, 16}, {1, 16}, {1, 8}},
 		"row t at x + t*stride bytes, n a multiple of 8 and count at least 1.")
 }

@@ -288,7 +288,7 @@ func dotsBegin(name string) (a, b, n, stride, out, count, n32 Register) {
 // element gets the same operations in the same order as count calls of
 // axpyF16AVX2), then a chunk of 8 at a time.
 func axpysF16() {
-	axpys("axpysF16AVX2", "axpysF16", []axpysChunk{{8, 8}, {1, 8}},
+	axpys("axpysF16AVX2", "axpysF16", []axpysChunk{{8, 8}, {4, 8}, {2, 8}, {1, 8}},
 		"row t at x + t*stride bytes, n a multiple of 8 and count at least 1 (the",
 		"attention's weighted sum of the values).")
 }
