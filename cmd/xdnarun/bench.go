@@ -72,6 +72,7 @@ chunk, as llama.cpp's llama-perplexity does. The last line is "PPL = X".`,
 type benchOptions struct {
 	loadOptions
 	pp, tg, reps int
+	depth        int
 	json         bool
 	cpuProfile   string
 }
@@ -83,6 +84,7 @@ type benchResult struct {
 	CPUKernels   string  `json:"cpu_kernels"`
 	PromptTokens int     `json:"n_prompt"`
 	GenTokens    int     `json:"n_gen"`
+	Depth        int     `json:"n_depth"`
 	Reps         int     `json:"reps"`
 	PPTokS       float64 `json:"pp_tok_s"`
 	TGTokS       float64 `json:"tg_tok_s"`
@@ -108,7 +110,7 @@ type benchResult struct {
 func newBenchCmd() *cobra.Command {
 	o := &benchOptions{}
 	cmd := &cobra.Command{
-		Use:   "bench MODEL.xdna [-p 128] [-n 64] [-r 3] [-t 2] [--json]",
+		Use:   "bench MODEL.xdna [-p 128] [-n 64] [-d 0] [-r 3] [-t 2] [--json]",
 		Short: "Prefill and decode speed, weight bandwidth, and the machine's read bandwidth",
 		Long: `bench times a prefill of -p tokens and a decode of -n tokens, -r times, and
 reports medians: tokens per second, the effective weight bandwidth of decode
@@ -116,7 +118,9 @@ reports medians: tokens per second, the effective weight bandwidth of decode
 streaming-read bandwidth with the same threads, measured twice after each
 decode (a 512 MiB buffer summed with vector loads that prefetch ahead, the
 fastest read of memory the program does) so that the two see the same
-machine.`,
+machine. With -d, each prefill and each decode starts with that many tokens
+already in the cache (prefilled untimed before it), as llama-bench's -d: the
+speed at a depth of context.`,
 		Args:          cobra.ExactArgs(1),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -127,6 +131,7 @@ machine.`,
 	f := cmd.Flags()
 	f.IntVarP(&o.pp, "n-prompt", "p", 128, "prompt tokens to prefill")
 	f.IntVarP(&o.tg, "n-gen", "n", 64, "tokens to decode")
+	f.IntVarP(&o.depth, "n-depth", "d", 0, "tokens already in the cache when each prefill and decode starts (prefilled untimed)")
 	f.IntVarP(&o.reps, "repetitions", "r", 3, "repetitions (the median is reported)")
 	f.BoolVar(&o.json, "json", false, "print JSON")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the timed prefill and decode to this file (read it with go tool pprof; the stream-read passes show as cpu.sumStreamAVX2)")
@@ -138,11 +143,14 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 	if o.pp < 1 || o.tg < 1 || o.reps < 1 {
 		return fmt.Errorf("-p %d -n %d -r %d: each must be >= 1", o.pp, o.tg, o.reps)
 	}
-	if o.ctx == 0 {
-		o.ctx = o.pp + o.tg + 1
+	if o.depth < 0 {
+		return fmt.Errorf("-d %d: the depth must be >= 0", o.depth)
 	}
-	if o.pp+o.tg > o.ctx {
-		return fmt.Errorf("-p %d + -n %d exceeds the context -c %d", o.pp, o.tg, o.ctx)
+	if o.ctx == 0 {
+		o.ctx = o.depth + o.pp + o.tg + 1
+	}
+	if o.depth+o.pp+o.tg > o.ctx {
+		return fmt.Errorf("-d %d + -p %d + -n %d exceeds the context -c %d", o.depth, o.pp, o.tg, o.ctx)
 	}
 	if o.warn == nil {
 		o.warn = stderr // device notes: auto's choice, the resident budget, fallbacks
@@ -158,6 +166,19 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 	prompt := make([]int32, o.pp)
 	for i := range prompt {
 		prompt[i] = int32(r.IntN(vocab))
+	}
+	depth := make([]int32, o.depth)
+	for i := range depth {
+		depth[i] = int32(r.IntN(vocab))
+	}
+	// fill empties the cache and prefills the depth tokens, untimed.
+	fill := func(st *engine.State) error {
+		st.Reset()
+		if len(depth) == 0 {
+			return nil
+		}
+		_, err := st.Prefill(depth)
+		return err
 	}
 	st := l.model.NewState(o.ctx)
 	stream := newStreamBuf()
@@ -176,15 +197,22 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 	var pps, tgs, gbs []float64
 	var counted npu.Stats
 	for rep := 0; rep < o.reps; rep++ {
-		st.Reset()
+		if err := fill(st); err != nil {
+			return err
+		}
 		t0 := time.Now()
 		if _, err := st.Prefill(prompt); err != nil {
 			return err
 		}
 		pps = append(pps, float64(o.pp)/time.Since(t0).Seconds())
-		st.Reset()
-		if _, err := st.Prefill(prompt[:1]); err != nil {
+		if err := fill(st); err != nil {
 			return err
+		}
+		if len(depth) == 0 {
+			// Decoding starts after one token, whose prefill is not timed.
+			if _, err := st.Prefill(prompt[:1]); err != nil {
+				return err
+			}
 		}
 		var before npu.Stats
 		if l.backend != nil {
@@ -208,7 +236,7 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 		fmt.Fprintf(stderr, "rep %d: pp %.1f tok/s, tg %.1f tok/s, stream-read %.2f GB/s\n", rep+1, pps[rep], tgs[rep], gbs[rep])
 	}
 	pprof.StopCPUProfile()
-	res := benchResult{Model: m.Source.Name, Device: l.device, Threads: o.threads, CPUKernels: cpu.SIMD(), PromptTokens: o.pp, GenTokens: o.tg, Reps: o.reps,
+	res := benchResult{Model: m.Source.Name, Device: l.device, Threads: o.threads, CPUKernels: cpu.SIMD(), PromptTokens: o.pp, GenTokens: o.tg, Depth: o.depth, Reps: o.reps,
 		PPTokS: median(pps), TGTokS: median(tgs), WeightBytes: decodeWeightBytes(l)}
 	res.WeightGBs = float64(res.WeightBytes) * res.TGTokS / 1e9
 	res.StreamGBs = median(gbs)
@@ -254,7 +282,11 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 	if o.json {
 		return json.NewEncoder(stdout).Encode(res)
 	}
-	fmt.Fprintf(stdout, "| model | device | threads | pp%d tok/s | tg%d tok/s | weights/token | weight GB/s | stream-read GB/s | %% of stream | cpu kernels |\n", o.pp, o.tg)
+	at := ""
+	if o.depth > 0 {
+		at = fmt.Sprintf(" @ d%d", o.depth)
+	}
+	fmt.Fprintf(stdout, "| model | device | threads | pp%d%s tok/s | tg%d%s tok/s | weights/token | weight GB/s | stream-read GB/s | %% of stream | cpu kernels |\n", o.pp, at, o.tg, at)
 	fmt.Fprintln(stdout, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	fmt.Fprintf(stdout, "| %s | %s | %d | %.1f | %.1f | %.1f MB | %.2f | %.2f | %.0f%% | %s |\n", res.Model, res.Device, res.Threads,
 		res.PPTokS, res.TGTokS, float64(res.WeightBytes)/1e6, res.WeightGBs, res.StreamGBs, res.BandwidthPct, res.CPUKernels)

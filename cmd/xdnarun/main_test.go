@@ -339,6 +339,22 @@ func TestBench(t *testing.T) {
 	if r.PPTokS <= 0 || r.TGTokS <= 0 || r.StreamGBs <= 0 || r.WeightBytes <= 0 || r.CPUKernels != cpu.Levels()[0] {
 		t.Errorf("bench: %+v (best kernels here: %s)", r, cpu.Levels()[0])
 	}
+	// -d: the prefill and the decode start at a depth of context, which
+	// counts in the context's size.
+	stdout, _, err = run(t, "", "bench", x, "-p", "8", "-n", "4", "-d", "40", "-r", "1", "--json")
+	if err == nil {
+		r = benchResult{}
+		err = json.Unmarshal([]byte(stdout), &r)
+	}
+	if err != nil || r.Depth != 40 || r.PPTokS <= 0 || r.TGTokS <= 0 {
+		t.Errorf("bench -d 40: %v, %+v", err, r)
+	}
+	if _, _, err := run(t, "", "bench", x, "-p", "8", "-n", "4", "-d", "60", "-c", "64"); err == nil || !strings.Contains(err.Error(), "-d 60 + -p 8 + -n 4 exceeds the context -c 64") {
+		t.Errorf("bench -d 60 -c 64: %v", err)
+	}
+	if _, _, err := run(t, "", "bench", x, "-d", "-1"); err == nil || !strings.Contains(err.Error(), "-d -1: the depth must be >= 0") {
+		t.Errorf("bench -d -1: %v", err)
+	}
 	// Every kernel set gives the same greedy text, and bench says which ran.
 	var first string
 	for _, l := range cpu.Levels() {
