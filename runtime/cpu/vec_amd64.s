@@ -290,7 +290,7 @@ axpyF16_done:
 	RET
 
 // func dotsF16AVX2(a *float32, b *uint16, n int, stride int, out *float32, count int)
-// Requires: AVX, F16C
+// Requires: AVX, F16C, MMX+
 TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ a+0(FP), AX
 	MOVQ b+8(FP), CX
@@ -300,52 +300,66 @@ TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ count+40(FP), DI
 	MOVQ DX, R8
 	ANDQ $-32, R8
+	MOVQ BX, R9
+	SHLQ $0x06, R9
 
 dotsF16_row:
+	PREFETCHT0 (CX)(R9*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16_pf
+	PREFETCHT0 64(CX)(R9*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16_pf
+	PREFETCHT0 128(CX)(R9*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16_pf
+	PREFETCHT0 192(CX)(R9*1)
+
+dotsF16_pf:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	XORQ   R9, R9
-	CMPQ   R8, R9
+	XORQ   R10, R10
+	CMPQ   R8, R10
 	JE     dotsF16_32_done
 
 dotsF16_32_loop:
-	VCVTPH2PS (CX)(R9*2), Y4
-	VMULPS    (AX)(R9*4), Y4, Y4
+	VCVTPH2PS (CX)(R10*2), Y4
+	VMULPS    (AX)(R10*4), Y4, Y4
 	VADDPS    Y4, Y0, Y0
-	VCVTPH2PS 16(CX)(R9*2), Y4
-	VMULPS    32(AX)(R9*4), Y4, Y4
+	VCVTPH2PS 16(CX)(R10*2), Y4
+	VMULPS    32(AX)(R10*4), Y4, Y4
 	VADDPS    Y4, Y1, Y1
-	VCVTPH2PS 32(CX)(R9*2), Y4
-	VMULPS    64(AX)(R9*4), Y4, Y4
+	VCVTPH2PS 32(CX)(R10*2), Y4
+	VMULPS    64(AX)(R10*4), Y4, Y4
 	VADDPS    Y4, Y2, Y2
-	VCVTPH2PS 48(CX)(R9*2), Y4
-	VMULPS    96(AX)(R9*4), Y4, Y4
+	VCVTPH2PS 48(CX)(R10*2), Y4
+	VMULPS    96(AX)(R10*4), Y4, Y4
 	VADDPS    Y4, Y3, Y3
-	ADDQ      $0x20, R9
-	CMPQ      R8, R9
+	ADDQ      $0x20, R10
+	CMPQ      R8, R10
 	JNE       dotsF16_32_loop
 
 dotsF16_32_done:
-	CMPQ      DX, R9
+	CMPQ      DX, R10
 	JE        dotsF16_reduce
-	VCVTPH2PS (CX)(R9*2), Y4
-	VMULPS    (AX)(R9*4), Y4, Y4
+	VCVTPH2PS (CX)(R10*2), Y4
+	VMULPS    (AX)(R10*4), Y4, Y4
 	VADDPS    Y4, Y0, Y0
-	ADDQ      $0x08, R9
-	CMPQ      DX, R9
+	ADDQ      $0x08, R10
+	CMPQ      DX, R10
 	JE        dotsF16_reduce
-	VCVTPH2PS (CX)(R9*2), Y4
-	VMULPS    (AX)(R9*4), Y4, Y4
+	VCVTPH2PS (CX)(R10*2), Y4
+	VMULPS    (AX)(R10*4), Y4, Y4
 	VADDPS    Y4, Y1, Y1
-	ADDQ      $0x08, R9
-	CMPQ      DX, R9
+	ADDQ      $0x08, R10
+	CMPQ      DX, R10
 	JE        dotsF16_reduce
-	VCVTPH2PS (CX)(R9*2), Y4
-	VMULPS    (AX)(R9*4), Y4, Y4
+	VCVTPH2PS (CX)(R10*2), Y4
+	VMULPS    (AX)(R10*4), Y4, Y4
 	VADDPS    Y4, Y2, Y2
-	ADDQ      $0x08, R9
+	ADDQ      $0x08, R10
 
 dotsF16_reduce:
 	VADDPS       Y1, Y0, Y0
@@ -366,13 +380,15 @@ dotsF16_reduce:
 	RET
 
 // func axpysF16AVX2(a *float32, x *uint16, stride int, y *float32, n int, count int)
-// Requires: AVX, F16C
+// Requires: AVX, F16C, MMX+
 TEXT ·axpysF16AVX2(SB), NOSPLIT, $0-48
 	MOVQ a+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ stride+16(FP), DX
 	MOVQ y+24(FP), BX
 	MOVQ n+32(FP), SI
+	MOVQ DX, DI
+	SHLQ $0x06, DI
 
 axpysF16_64:
 	CMPQ    SI, $0x40
@@ -385,39 +401,41 @@ axpysF16_64:
 	VMOVUPS 160(BX), Y5
 	VMOVUPS 192(BX), Y6
 	VMOVUPS 224(BX), Y7
-	MOVQ    CX, DI
-	MOVQ    AX, R8
-	MOVQ    count+40(FP), R9
+	MOVQ    CX, R8
+	MOVQ    AX, R9
+	MOVQ    count+40(FP), R10
 
 axpysF16_64t:
-	VBROADCASTSS (R8), Y8
-	VCVTPH2PS    (DI), Y9
+	PREFETCHT0   (R8)(DI*1)
+	PREFETCHT0   64(R8)(DI*1)
+	VBROADCASTSS (R9), Y8
+	VCVTPH2PS    (R8), Y9
 	VMULPS       Y8, Y9, Y9
 	VADDPS       Y9, Y0, Y0
-	VCVTPH2PS    16(DI), Y9
+	VCVTPH2PS    16(R8), Y9
 	VMULPS       Y8, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VCVTPH2PS    32(DI), Y9
+	VCVTPH2PS    32(R8), Y9
 	VMULPS       Y8, Y9, Y9
 	VADDPS       Y9, Y2, Y2
-	VCVTPH2PS    48(DI), Y9
+	VCVTPH2PS    48(R8), Y9
 	VMULPS       Y8, Y9, Y9
 	VADDPS       Y9, Y3, Y3
-	VCVTPH2PS    64(DI), Y9
+	VCVTPH2PS    64(R8), Y9
 	VMULPS       Y8, Y9, Y9
 	VADDPS       Y9, Y4, Y4
-	VCVTPH2PS    80(DI), Y9
+	VCVTPH2PS    80(R8), Y9
 	VMULPS       Y8, Y9, Y9
 	VADDPS       Y9, Y5, Y5
-	VCVTPH2PS    96(DI), Y9
+	VCVTPH2PS    96(R8), Y9
 	VMULPS       Y8, Y9, Y9
 	VADDPS       Y9, Y6, Y6
-	VCVTPH2PS    112(DI), Y9
+	VCVTPH2PS    112(R8), Y9
 	VMULPS       Y8, Y9, Y9
 	VADDPS       Y9, Y7, Y7
-	ADDQ         $0x04, R8
-	ADDQ         DX, DI
-	DECQ         R9
+	ADDQ         $0x04, R9
+	ADDQ         DX, R8
+	DECQ         R10
 	JNZ          axpysF16_64t
 	VMOVUPS      Y0, (BX)
 	VMOVUPS      Y1, 32(BX)
@@ -439,27 +457,28 @@ axpysF16_32:
 	VMOVUPS 32(BX), Y1
 	VMOVUPS 64(BX), Y2
 	VMOVUPS 96(BX), Y3
-	MOVQ    CX, DI
-	MOVQ    AX, R8
-	MOVQ    count+40(FP), R9
+	MOVQ    CX, R8
+	MOVQ    AX, R9
+	MOVQ    count+40(FP), R10
 
 axpysF16_32t:
-	VBROADCASTSS (R8), Y4
-	VCVTPH2PS    (DI), Y5
+	PREFETCHT0   (R8)(DI*1)
+	VBROADCASTSS (R9), Y4
+	VCVTPH2PS    (R8), Y5
 	VMULPS       Y4, Y5, Y5
 	VADDPS       Y5, Y0, Y0
-	VCVTPH2PS    16(DI), Y5
+	VCVTPH2PS    16(R8), Y5
 	VMULPS       Y4, Y5, Y5
 	VADDPS       Y5, Y1, Y1
-	VCVTPH2PS    32(DI), Y5
+	VCVTPH2PS    32(R8), Y5
 	VMULPS       Y4, Y5, Y5
 	VADDPS       Y5, Y2, Y2
-	VCVTPH2PS    48(DI), Y5
+	VCVTPH2PS    48(R8), Y5
 	VMULPS       Y4, Y5, Y5
 	VADDPS       Y5, Y3, Y3
-	ADDQ         $0x04, R8
-	ADDQ         DX, DI
-	DECQ         R9
+	ADDQ         $0x04, R9
+	ADDQ         DX, R8
+	DECQ         R10
 	JNZ          axpysF16_32t
 	VMOVUPS      Y0, (BX)
 	VMOVUPS      Y1, 32(BX)
@@ -475,21 +494,22 @@ axpysF16_16:
 	JL      axpysF16_8
 	VMOVUPS (BX), Y0
 	VMOVUPS 32(BX), Y1
-	MOVQ    CX, DI
-	MOVQ    AX, R8
-	MOVQ    count+40(FP), R9
+	MOVQ    CX, R8
+	MOVQ    AX, R9
+	MOVQ    count+40(FP), R10
 
 axpysF16_16t:
-	VBROADCASTSS (R8), Y2
-	VCVTPH2PS    (DI), Y3
+	PREFETCHT0   (R8)(DI*1)
+	VBROADCASTSS (R9), Y2
+	VCVTPH2PS    (R8), Y3
 	VMULPS       Y2, Y3, Y3
 	VADDPS       Y3, Y0, Y0
-	VCVTPH2PS    16(DI), Y3
+	VCVTPH2PS    16(R8), Y3
 	VMULPS       Y2, Y3, Y3
 	VADDPS       Y3, Y1, Y1
-	ADDQ         $0x04, R8
-	ADDQ         DX, DI
-	DECQ         R9
+	ADDQ         $0x04, R9
+	ADDQ         DX, R8
+	DECQ         R10
 	JNZ          axpysF16_16t
 	VMOVUPS      Y0, (BX)
 	VMOVUPS      Y1, 32(BX)
@@ -502,18 +522,19 @@ axpysF16_8:
 	CMPQ    SI, $0x08
 	JL      axpysF16_done
 	VMOVUPS (BX), Y0
-	MOVQ    CX, DI
-	MOVQ    AX, R8
-	MOVQ    count+40(FP), R9
+	MOVQ    CX, R8
+	MOVQ    AX, R9
+	MOVQ    count+40(FP), R10
 
 axpysF16_8t:
-	VBROADCASTSS (R8), Y1
-	VCVTPH2PS    (DI), Y2
+	PREFETCHT0   (R8)(DI*1)
+	VBROADCASTSS (R9), Y1
+	VCVTPH2PS    (R8), Y2
 	VMULPS       Y1, Y2, Y2
 	VADDPS       Y2, Y0, Y0
-	ADDQ         $0x04, R8
-	ADDQ         DX, DI
-	DECQ         R9
+	ADDQ         $0x04, R9
+	ADDQ         DX, R8
+	DECQ         R10
 	JNZ          axpysF16_8t
 	VMOVUPS      Y0, (BX)
 	ADDQ         $0x00000020, BX
@@ -526,7 +547,7 @@ axpysF16_done:
 	RET
 
 // func dotsF16AVX512(a *float32, b *uint16, n int, stride int, out *float32, count int)
-// Requires: AVX, AVX512F, F16C
+// Requires: AVX, AVX512F, F16C, MMX+
 TEXT ·dotsF16AVX512(SB), NOSPLIT, $0-48
 	MOVQ  a+0(FP), AX
 	MOVQ  b+8(FP), CX
@@ -538,13 +559,63 @@ TEXT ·dotsF16AVX512(SB), NOSPLIT, $0-48
 	ANDQ  $-32, R8
 	MOVL  $0x00001111, R9
 	KMOVW R9, K1
+	MOVQ  BX, R9
+	SHLQ  $0x06, R9
 
 dotsF16x_4:
-	CMPQ   DI, $0x04
-	JL     dotsF16x_1
-	LEAQ   (CX)(BX*1), R9
-	LEAQ   (CX)(BX*2), R10
-	LEAQ   (R9)(BX*2), R11
+	CMPQ       DI, $0x04
+	JL         dotsF16x_1
+	LEAQ       (CX)(BX*1), R10
+	LEAQ       (CX)(BX*2), R11
+	LEAQ       (R10)(BX*2), R12
+	PREFETCHT0 (CX)(R9*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16x_4_pf0
+	PREFETCHT0 64(CX)(R9*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16x_4_pf0
+	PREFETCHT0 128(CX)(R9*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16x_4_pf0
+	PREFETCHT0 192(CX)(R9*1)
+
+dotsF16x_4_pf0:
+	PREFETCHT0 (R10)(R9*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16x_4_pf1
+	PREFETCHT0 64(R10)(R9*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16x_4_pf1
+	PREFETCHT0 128(R10)(R9*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16x_4_pf1
+	PREFETCHT0 192(R10)(R9*1)
+
+dotsF16x_4_pf1:
+	PREFETCHT0 (R11)(R9*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16x_4_pf2
+	PREFETCHT0 64(R11)(R9*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16x_4_pf2
+	PREFETCHT0 128(R11)(R9*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16x_4_pf2
+	PREFETCHT0 192(R11)(R9*1)
+
+dotsF16x_4_pf2:
+	PREFETCHT0 (R12)(R9*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16x_4_pf3
+	PREFETCHT0 64(R12)(R9*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16x_4_pf3
+	PREFETCHT0 128(R12)(R9*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16x_4_pf3
+	PREFETCHT0 192(R12)(R9*1)
+
+dotsF16x_4_pf3:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -553,85 +624,85 @@ dotsF16x_4:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
-	XORQ   R12, R12
-	CMPQ   R8, R12
+	XORQ   R13, R13
+	CMPQ   R8, R13
 	JE     dotsF16x_4_32_done
 
 dotsF16x_4_32_loop:
-	VCVTPH2PS (CX)(R12*2), Z8
-	VMULPS    (AX)(R12*4), Z8, Z8
+	VCVTPH2PS (CX)(R13*2), Z8
+	VMULPS    (AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z0, Z0
-	VCVTPH2PS 32(CX)(R12*2), Z8
-	VMULPS    64(AX)(R12*4), Z8, Z8
+	VCVTPH2PS 32(CX)(R13*2), Z8
+	VMULPS    64(AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z1, Z1
-	VCVTPH2PS (R9)(R12*2), Z8
-	VMULPS    (AX)(R12*4), Z8, Z8
+	VCVTPH2PS (R10)(R13*2), Z8
+	VMULPS    (AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z2, Z2
-	VCVTPH2PS 32(R9)(R12*2), Z8
-	VMULPS    64(AX)(R12*4), Z8, Z8
+	VCVTPH2PS 32(R10)(R13*2), Z8
+	VMULPS    64(AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z3, Z3
-	VCVTPH2PS (R10)(R12*2), Z8
-	VMULPS    (AX)(R12*4), Z8, Z8
+	VCVTPH2PS (R11)(R13*2), Z8
+	VMULPS    (AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z4, Z4
-	VCVTPH2PS 32(R10)(R12*2), Z8
-	VMULPS    64(AX)(R12*4), Z8, Z8
+	VCVTPH2PS 32(R11)(R13*2), Z8
+	VMULPS    64(AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z5, Z5
-	VCVTPH2PS (R11)(R12*2), Z8
-	VMULPS    (AX)(R12*4), Z8, Z8
+	VCVTPH2PS (R12)(R13*2), Z8
+	VMULPS    (AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z6, Z6
-	VCVTPH2PS 32(R11)(R12*2), Z8
-	VMULPS    64(AX)(R12*4), Z8, Z8
+	VCVTPH2PS 32(R12)(R13*2), Z8
+	VMULPS    64(AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z7, Z7
-	ADDQ      $0x20, R12
-	CMPQ      R8, R12
+	ADDQ      $0x20, R13
+	CMPQ      R8, R13
 	JNE       dotsF16x_4_32_loop
 
 dotsF16x_4_32_done:
-	MOVQ      DX, R13
-	SUBQ      R12, R13
+	MOVQ      DX, R14
+	SUBQ      R13, R14
 	JZ        dotsF16x_4_sum
-	CMPQ      R13, $0x10
+	CMPQ      R14, $0x10
 	JL        dotsF16x_4_8
-	VCVTPH2PS (CX)(R12*2), Z8
-	VMULPS    (AX)(R12*4), Z8, Z8
+	VCVTPH2PS (CX)(R13*2), Z8
+	VMULPS    (AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z0, Z0
-	VCVTPH2PS (R9)(R12*2), Z8
-	VMULPS    (AX)(R12*4), Z8, Z8
+	VCVTPH2PS (R10)(R13*2), Z8
+	VMULPS    (AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z2, Z2
-	VCVTPH2PS (R10)(R12*2), Z8
-	VMULPS    (AX)(R12*4), Z8, Z8
+	VCVTPH2PS (R11)(R13*2), Z8
+	VMULPS    (AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z4, Z4
-	VCVTPH2PS (R11)(R12*2), Z8
-	VMULPS    (AX)(R12*4), Z8, Z8
+	VCVTPH2PS (R12)(R13*2), Z8
+	VMULPS    (AX)(R13*4), Z8, Z8
 	VADDPS    Z8, Z6, Z6
-	CMPQ      R13, $0x10
+	CMPQ      R14, $0x10
 	JE        dotsF16x_4_sum
-	VCVTPH2PS 32(CX)(R12*2), Y9
-	VMULPS    64(AX)(R12*4), Y9, Y9
+	VCVTPH2PS 32(CX)(R13*2), Y9
+	VMULPS    64(AX)(R13*4), Y9, Y9
 	VADDPS    Z9, Z1, Z1
-	VCVTPH2PS 32(R9)(R12*2), Y9
-	VMULPS    64(AX)(R12*4), Y9, Y9
+	VCVTPH2PS 32(R10)(R13*2), Y9
+	VMULPS    64(AX)(R13*4), Y9, Y9
 	VADDPS    Z9, Z3, Z3
-	VCVTPH2PS 32(R10)(R12*2), Y9
-	VMULPS    64(AX)(R12*4), Y9, Y9
+	VCVTPH2PS 32(R11)(R13*2), Y9
+	VMULPS    64(AX)(R13*4), Y9, Y9
 	VADDPS    Z9, Z5, Z5
-	VCVTPH2PS 32(R11)(R12*2), Y9
-	VMULPS    64(AX)(R12*4), Y9, Y9
+	VCVTPH2PS 32(R12)(R13*2), Y9
+	VMULPS    64(AX)(R13*4), Y9, Y9
 	VADDPS    Z9, Z7, Z7
 	JMP       dotsF16x_4_sum
 
 dotsF16x_4_8:
-	VCVTPH2PS (CX)(R12*2), Y9
-	VMULPS    (AX)(R12*4), Y9, Y9
+	VCVTPH2PS (CX)(R13*2), Y9
+	VMULPS    (AX)(R13*4), Y9, Y9
 	VADDPS    Z9, Z0, Z0
-	VCVTPH2PS (R9)(R12*2), Y9
-	VMULPS    (AX)(R12*4), Y9, Y9
+	VCVTPH2PS (R10)(R13*2), Y9
+	VMULPS    (AX)(R13*4), Y9, Y9
 	VADDPS    Z9, Z2, Z2
-	VCVTPH2PS (R10)(R12*2), Y9
-	VMULPS    (AX)(R12*4), Y9, Y9
+	VCVTPH2PS (R11)(R13*2), Y9
+	VMULPS    (AX)(R13*4), Y9, Y9
 	VADDPS    Z9, Z4, Z4
-	VCVTPH2PS (R11)(R12*2), Y9
-	VMULPS    (AX)(R12*4), Y9, Y9
+	VCVTPH2PS (R12)(R13*2), Y9
+	VMULPS    (AX)(R13*4), Y9, Y9
 	VADDPS    Z9, Z6, Z6
 
 dotsF16x_4_sum:
@@ -671,44 +742,56 @@ dotsF16x_4_sum:
 	JMP           dotsF16x_4
 
 dotsF16x_1:
-	CMPQ   DI, $0x00
-	JE     dotsF16x_done
+	CMPQ       DI, $0x00
+	JE         dotsF16x_done
+	PREFETCHT0 (CX)(R9*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16x_1_pf
+	PREFETCHT0 64(CX)(R9*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16x_1_pf
+	PREFETCHT0 128(CX)(R9*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16x_1_pf
+	PREFETCHT0 192(CX)(R9*1)
+
+dotsF16x_1_pf:
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
-	XORQ   R9, R9
-	CMPQ   R8, R9
+	XORQ   R10, R10
+	CMPQ   R8, R10
 	JE     dotsF16x_1_32_done
 
 dotsF16x_1_32_loop:
-	VCVTPH2PS (CX)(R9*2), Z0
-	VMULPS    (AX)(R9*4), Z0, Z0
+	VCVTPH2PS (CX)(R10*2), Z0
+	VMULPS    (AX)(R10*4), Z0, Z0
 	VADDPS    Z0, Z10, Z10
-	VCVTPH2PS 32(CX)(R9*2), Z0
-	VMULPS    64(AX)(R9*4), Z0, Z0
+	VCVTPH2PS 32(CX)(R10*2), Z0
+	VMULPS    64(AX)(R10*4), Z0, Z0
 	VADDPS    Z0, Z11, Z11
-	ADDQ      $0x20, R9
-	CMPQ      R8, R9
+	ADDQ      $0x20, R10
+	CMPQ      R8, R10
 	JNE       dotsF16x_1_32_loop
 
 dotsF16x_1_32_done:
-	MOVQ      DX, R10
-	SUBQ      R9, R10
+	MOVQ      DX, R11
+	SUBQ      R10, R11
 	JZ        dotsF16x_1_sum
-	CMPQ      R10, $0x10
+	CMPQ      R11, $0x10
 	JL        dotsF16x_1_8
-	VCVTPH2PS (CX)(R9*2), Z0
-	VMULPS    (AX)(R9*4), Z0, Z0
+	VCVTPH2PS (CX)(R10*2), Z0
+	VMULPS    (AX)(R10*4), Z0, Z0
 	VADDPS    Z0, Z10, Z10
-	CMPQ      R10, $0x10
+	CMPQ      R11, $0x10
 	JE        dotsF16x_1_sum
-	VCVTPH2PS 32(CX)(R9*2), Y9
-	VMULPS    64(AX)(R9*4), Y9, Y9
+	VCVTPH2PS 32(CX)(R10*2), Y9
+	VMULPS    64(AX)(R10*4), Y9, Y9
 	VADDPS    Z9, Z11, Z11
 	JMP       dotsF16x_1_sum
 
 dotsF16x_1_8:
-	VCVTPH2PS (CX)(R9*2), Y9
-	VMULPS    (AX)(R9*4), Y9, Y9
+	VCVTPH2PS (CX)(R10*2), Y9
+	VMULPS    (AX)(R10*4), Y9, Y9
 	VADDPS    Z9, Z10, Z10
 
 dotsF16x_1_sum:
@@ -734,13 +817,15 @@ dotsF16x_done:
 	RET
 
 // func axpysF16AVX512(a *float32, x *uint16, stride int, y *float32, n int, count int)
-// Requires: AVX, AVX512F, F16C
+// Requires: AVX, AVX512F, F16C, MMX+
 TEXT ·axpysF16AVX512(SB), NOSPLIT, $0-48
 	MOVQ a+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ stride+16(FP), DX
 	MOVQ y+24(FP), BX
 	MOVQ n+32(FP), SI
+	MOVQ DX, DI
+	SHLQ $0x06, DI
 
 axpysF16x_128:
 	CMPQ    SI, $0x80
@@ -753,39 +838,43 @@ axpysF16x_128:
 	VMOVUPS 320(BX), Z5
 	VMOVUPS 384(BX), Z6
 	VMOVUPS 448(BX), Z7
-	MOVQ    CX, DI
-	MOVQ    AX, R8
-	MOVQ    count+40(FP), R9
+	MOVQ    CX, R8
+	MOVQ    AX, R9
+	MOVQ    count+40(FP), R10
 
 axpysF16x_128t:
-	VBROADCASTSS (R8), Z8
-	VCVTPH2PS    (DI), Z9
+	PREFETCHT0   (R8)(DI*1)
+	PREFETCHT0   64(R8)(DI*1)
+	PREFETCHT0   128(R8)(DI*1)
+	PREFETCHT0   192(R8)(DI*1)
+	VBROADCASTSS (R9), Z8
+	VCVTPH2PS    (R8), Z9
 	VMULPS       Z8, Z9, Z9
 	VADDPS       Z9, Z0, Z0
-	VCVTPH2PS    32(DI), Z9
+	VCVTPH2PS    32(R8), Z9
 	VMULPS       Z8, Z9, Z9
 	VADDPS       Z9, Z1, Z1
-	VCVTPH2PS    64(DI), Z9
+	VCVTPH2PS    64(R8), Z9
 	VMULPS       Z8, Z9, Z9
 	VADDPS       Z9, Z2, Z2
-	VCVTPH2PS    96(DI), Z9
+	VCVTPH2PS    96(R8), Z9
 	VMULPS       Z8, Z9, Z9
 	VADDPS       Z9, Z3, Z3
-	VCVTPH2PS    128(DI), Z9
+	VCVTPH2PS    128(R8), Z9
 	VMULPS       Z8, Z9, Z9
 	VADDPS       Z9, Z4, Z4
-	VCVTPH2PS    160(DI), Z9
+	VCVTPH2PS    160(R8), Z9
 	VMULPS       Z8, Z9, Z9
 	VADDPS       Z9, Z5, Z5
-	VCVTPH2PS    192(DI), Z9
+	VCVTPH2PS    192(R8), Z9
 	VMULPS       Z8, Z9, Z9
 	VADDPS       Z9, Z6, Z6
-	VCVTPH2PS    224(DI), Z9
+	VCVTPH2PS    224(R8), Z9
 	VMULPS       Z8, Z9, Z9
 	VADDPS       Z9, Z7, Z7
-	ADDQ         $0x04, R8
-	ADDQ         DX, DI
-	DECQ         R9
+	ADDQ         $0x04, R9
+	ADDQ         DX, R8
+	DECQ         R10
 	JNZ          axpysF16x_128t
 	VMOVUPS      Z0, (BX)
 	VMOVUPS      Z1, 64(BX)
@@ -807,27 +896,29 @@ axpysF16x_64:
 	VMOVUPS 64(BX), Z1
 	VMOVUPS 128(BX), Z2
 	VMOVUPS 192(BX), Z3
-	MOVQ    CX, DI
-	MOVQ    AX, R8
-	MOVQ    count+40(FP), R9
+	MOVQ    CX, R8
+	MOVQ    AX, R9
+	MOVQ    count+40(FP), R10
 
 axpysF16x_64t:
-	VBROADCASTSS (R8), Z4
-	VCVTPH2PS    (DI), Z5
+	PREFETCHT0   (R8)(DI*1)
+	PREFETCHT0   64(R8)(DI*1)
+	VBROADCASTSS (R9), Z4
+	VCVTPH2PS    (R8), Z5
 	VMULPS       Z4, Z5, Z5
 	VADDPS       Z5, Z0, Z0
-	VCVTPH2PS    32(DI), Z5
+	VCVTPH2PS    32(R8), Z5
 	VMULPS       Z4, Z5, Z5
 	VADDPS       Z5, Z1, Z1
-	VCVTPH2PS    64(DI), Z5
+	VCVTPH2PS    64(R8), Z5
 	VMULPS       Z4, Z5, Z5
 	VADDPS       Z5, Z2, Z2
-	VCVTPH2PS    96(DI), Z5
+	VCVTPH2PS    96(R8), Z5
 	VMULPS       Z4, Z5, Z5
 	VADDPS       Z5, Z3, Z3
-	ADDQ         $0x04, R8
-	ADDQ         DX, DI
-	DECQ         R9
+	ADDQ         $0x04, R9
+	ADDQ         DX, R8
+	DECQ         R10
 	JNZ          axpysF16x_64t
 	VMOVUPS      Z0, (BX)
 	VMOVUPS      Z1, 64(BX)
@@ -843,21 +934,22 @@ axpysF16x_32:
 	JL      axpysF16x_16
 	VMOVUPS (BX), Z0
 	VMOVUPS 64(BX), Z1
-	MOVQ    CX, DI
-	MOVQ    AX, R8
-	MOVQ    count+40(FP), R9
+	MOVQ    CX, R8
+	MOVQ    AX, R9
+	MOVQ    count+40(FP), R10
 
 axpysF16x_32t:
-	VBROADCASTSS (R8), Z2
-	VCVTPH2PS    (DI), Z3
+	PREFETCHT0   (R8)(DI*1)
+	VBROADCASTSS (R9), Z2
+	VCVTPH2PS    (R8), Z3
 	VMULPS       Z2, Z3, Z3
 	VADDPS       Z3, Z0, Z0
-	VCVTPH2PS    32(DI), Z3
+	VCVTPH2PS    32(R8), Z3
 	VMULPS       Z2, Z3, Z3
 	VADDPS       Z3, Z1, Z1
-	ADDQ         $0x04, R8
-	ADDQ         DX, DI
-	DECQ         R9
+	ADDQ         $0x04, R9
+	ADDQ         DX, R8
+	DECQ         R10
 	JNZ          axpysF16x_32t
 	VMOVUPS      Z0, (BX)
 	VMOVUPS      Z1, 64(BX)
@@ -870,18 +962,19 @@ axpysF16x_16:
 	CMPQ    SI, $0x10
 	JL      axpysF16x_8
 	VMOVUPS (BX), Z0
-	MOVQ    CX, DI
-	MOVQ    AX, R8
-	MOVQ    count+40(FP), R9
+	MOVQ    CX, R8
+	MOVQ    AX, R9
+	MOVQ    count+40(FP), R10
 
 axpysF16x_16t:
-	VBROADCASTSS (R8), Z1
-	VCVTPH2PS    (DI), Z2
+	PREFETCHT0   (R8)(DI*1)
+	VBROADCASTSS (R9), Z1
+	VCVTPH2PS    (R8), Z2
 	VMULPS       Z1, Z2, Z2
 	VADDPS       Z2, Z0, Z0
-	ADDQ         $0x04, R8
-	ADDQ         DX, DI
-	DECQ         R9
+	ADDQ         $0x04, R9
+	ADDQ         DX, R8
+	DECQ         R10
 	JNZ          axpysF16x_16t
 	VMOVUPS      Z0, (BX)
 	ADDQ         $0x00000040, BX
@@ -893,18 +986,19 @@ axpysF16x_8:
 	CMPQ    SI, $0x08
 	JL      axpysF16x_done
 	VMOVUPS (BX), Y0
-	MOVQ    CX, DI
-	MOVQ    AX, R8
-	MOVQ    count+40(FP), R9
+	MOVQ    CX, R8
+	MOVQ    AX, R9
+	MOVQ    count+40(FP), R10
 
 axpysF16x_8t:
-	VBROADCASTSS (R8), Y1
-	VCVTPH2PS    (DI), Y2
+	PREFETCHT0   (R8)(DI*1)
+	VBROADCASTSS (R9), Y1
+	VCVTPH2PS    (R8), Y2
 	VMULPS       Y1, Y2, Y2
 	VADDPS       Y2, Y0, Y0
-	ADDQ         $0x04, R8
-	ADDQ         DX, DI
-	DECQ         R9
+	ADDQ         $0x04, R9
+	ADDQ         DX, R8
+	DECQ         R10
 	JNZ          axpysF16x_8t
 	VMOVUPS      Y0, (BX)
 	ADDQ         $0x00000020, BX

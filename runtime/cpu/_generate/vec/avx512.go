@@ -1,13 +1,16 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
 // dotsF16x512 writes dotsF16AVX512: dotsF16AVX2 with 16-lane registers and
-// four rows a step. Partial sum j of dotF16Go (the elements i = j mod 32)
+// four rows a step, prefetching the four rows rowsAhead rows on. Partial
+// sum j of dotF16Go (the elements i = j mod 32)
 // is lane j of the rows' two accumulators [p0..p15] [p16..p31], so every
 // product and sum is dotF16Go's, in its order; the reduction tree of four
 // rows runs in the lanes of one register (reduce4x512).
@@ -17,6 +20,7 @@ func dotsF16x512() {
 	m := GP32()
 	MOVL(U32(0x1111), m)
 	KMOVW(m, k)
+	ahead := aheadOf(stride)
 
 	Label("dotsF16x_4")
 	CMPQ(count, U8(4))
@@ -25,6 +29,9 @@ func dotsF16x512() {
 	LEAQ(Mem{Base: b, Index: stride, Scale: 1}, rows[1])
 	LEAQ(Mem{Base: b, Index: stride, Scale: 2}, rows[2])
 	LEAQ(Mem{Base: rows[1], Index: stride, Scale: 2}, rows[3])
+	for r := range rows {
+		prefetchRow(rows[r], ahead, n, fmt.Sprintf("dotsF16x_4_pf%d", r))
+	}
 	s := dotsRows512("dotsF16x_4", a, rows, n, n32)
 	reduce4x512(s, k, out)
 	ADDQ(U8(16), out)
@@ -35,6 +42,7 @@ func dotsF16x512() {
 	Label("dotsF16x_1")
 	CMPQ(count, U8(0))
 	JE(LabelRef("dotsF16x_done"))
+	prefetchRow(b, ahead, n, "dotsF16x_1_pf")
 	sv := dotsRows512("dotsF16x_1", a, []Register{b}, n, n32)[0]
 	r, h := sv.AsX(), XMM()
 	VEXTRACTF128(U8(1), sv, h)
