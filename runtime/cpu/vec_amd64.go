@@ -71,6 +71,17 @@ func scaleRoundF16AVX2(x *float32, n int, s float32)
 //go:noescape
 func siluMulAVX2(h *float32, x *float32, u *float32, n int)
 
+// ropeNormAVX2 does ropeNormGo(x[:n], cs[:n]), n a multiple of 8.
+//
+//go:noescape
+func ropeNormAVX2(x *float32, cs *float32, n int)
+
+// ropeNeoxAVX2 rotates the pairs i < n of ropeNeoxGo(x[:2*h], cs[:2*h]), n a multiple
+// of 8.
+//
+//go:noescape
+func ropeNeoxAVX2(x *float32, cs *float32, h int, n int)
+
 // softmaxExpAVX2 returns softmaxExpGo(x[:n], mx, 0), n a multiple of 8.
 //
 //go:noescape

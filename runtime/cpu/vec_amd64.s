@@ -144,6 +144,16 @@ DATA vecNegInf<>+24(SB)/4, $0xff800000
 DATA vecNegInf<>+28(SB)/4, $0xff800000
 GLOBL vecNegInf<>(SB), RODATA|NOPTR, $32
 
+DATA vecSignEven<>+0(SB)/4, $0x80000000
+DATA vecSignEven<>+4(SB)/4, $0x00000000
+DATA vecSignEven<>+8(SB)/4, $0x80000000
+DATA vecSignEven<>+12(SB)/4, $0x00000000
+DATA vecSignEven<>+16(SB)/4, $0x80000000
+DATA vecSignEven<>+20(SB)/4, $0x00000000
+DATA vecSignEven<>+24(SB)/4, $0x80000000
+DATA vecSignEven<>+28(SB)/4, $0x00000000
+GLOBL vecSignEven<>(SB), RODATA|NOPTR, $32
+
 DATA vec126<>+0(SB)/4, $0x42fc0000
 DATA vec126<>+4(SB)/4, $0x42fc0000
 DATA vec126<>+8(SB)/4, $0x42fc0000
@@ -1210,6 +1220,71 @@ siluMul_exp_done:
 	JNE     siluMul_loop
 
 siluMul_done:
+	VZEROUPPER
+	RET
+
+// func ropeNormAVX2(x *float32, cs *float32, n int)
+// Requires: AVX, FMA3
+TEXT ·ropeNormAVX2(SB), NOSPLIT, $0-24
+	MOVQ    x+0(FP), AX
+	MOVQ    cs+8(FP), CX
+	MOVQ    n+16(FP), DX
+	VMOVUPS vecSignEven<>+0(SB), Y0
+	XORQ    BX, BX
+	CMPQ    DX, BX
+	JE      ropeNorm_done
+
+ropeNorm_loop:
+	VMOVUPS     (AX)(BX*4), Y1
+	VMOVUPS     (CX)(BX*4), Y2
+	VMOVSLDUP   Y2, Y3
+	VMOVSHDUP   Y2, Y2
+	VPERMILPS   $0xb1, Y1, Y4
+	VMULPS      Y2, Y4, Y4
+	VXORPS      Y0, Y4, Y4
+	VFMADD231PS Y3, Y1, Y4
+	VMOVUPS     Y4, (AX)(BX*4)
+	ADDQ        $0x08, BX
+	CMPQ        DX, BX
+	JNE         ropeNorm_loop
+
+ropeNorm_done:
+	VZEROUPPER
+	RET
+
+// func ropeNeoxAVX2(x *float32, cs *float32, h int, n int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·ropeNeoxAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), AX
+	MOVQ cs+8(FP), CX
+	MOVQ h+16(FP), DX
+	MOVQ n+24(FP), BX
+	LEAQ (AX)(DX*4), DX
+	XORQ SI, SI
+	CMPQ BX, SI
+	JE   ropeNeox_done
+
+ropeNeox_loop:
+	VMOVUPS     (CX)(SI*8), Y0
+	VMOVUPS     32(CX)(SI*8), Y1
+	VSHUFPS     $0x88, Y1, Y0, Y2
+	VSHUFPS     $0xdd, Y1, Y0, Y0
+	VPERMPD     $0xd8, Y2, Y2
+	VPERMPD     $0xd8, Y0, Y0
+	VMOVUPS     (AX)(SI*4), Y1
+	VMOVUPS     (DX)(SI*4), Y3
+	VMULPS      Y0, Y3, Y4
+	VXORPS      vecSign<>+0(SB), Y4, Y4
+	VFMADD231PS Y2, Y1, Y4
+	VMULPS      Y2, Y3, Y2
+	VFMADD231PS Y0, Y1, Y2
+	VMOVUPS     Y4, (AX)(SI*4)
+	VMOVUPS     Y2, (DX)(SI*4)
+	ADDQ        $0x08, SI
+	CMPQ        BX, SI
+	JNE         ropeNeox_loop
+
+ropeNeox_done:
 	VZEROUPPER
 	RET
 

@@ -46,3 +46,7 @@ func scaleRoundF16AVX2(x *float32, n int, s float32) { noAsm() }
 func dotsF16AVX512(a *float32, b *uint16, n, stride int, out *float32, count int) { noAsm() }
 
 func axpysF16AVX512(a *float32, x *uint16, stride int, y *float32, n, count int) { noAsm() }
+
+func ropeNormAVX2(x, cs *float32, n int) { noAsm() }
+
+func ropeNeoxAVX2(x, cs *float32, h, n int) { noAsm() }

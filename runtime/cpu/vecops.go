@@ -199,6 +199,62 @@ func axpyF16Go(a float32, x []uint16, y []float32) {
 	}
 }
 
+// RopeNorm rotates adjacent pairs (x[2i], x[2i+1]) of one head (llama's
+// "normal" mode) by the angles whose (cos, sin) are (cs[2i], cs[2i+1]),
+// for the pairs that cs covers. ggml's rotate_pairs writes x0*cos - x1*sin
+// and x0*sin + x1*cos; gcc (12, -O3 -march=native on an FMA machine,
+// contracting by default) fuses the first product of the first line and
+// the second of the second (vfmsub231ss, vfmadd132ss), which moves a
+// result by an ulp now and then, and so the goldens: fma(x0, c, -(x1*s))
+// and fma(x1, c, x0*s) (ropeNormGo; ropeNormAVX2 does the same with
+// VFMADD, four pairs a step).
+func RopeNorm(x, cs []float32) {
+	x = x[:len(cs)&^1]
+	n := 0
+	if asmOn() {
+		if n = len(x) &^ 7; n > 0 {
+			ropeNormAVX2(&x[0], &cs[0], n)
+		}
+	}
+	ropeNormGo(x[n:], cs[n:])
+}
+
+func ropeNormGo(x, cs []float32) {
+	for i := 0; i < len(cs)/2; i++ {
+		x0, x1, c, s := x[2*i], x[2*i+1], cs[2*i], cs[2*i+1]
+		x[2*i], x[2*i+1] = Fmaf(x0, c, -(x1*s)), Fmaf(x1, c, x0*s)
+	}
+}
+
+// RopeNeox rotates the pairs (x[i], x[i+n/2]) of one head, n = len(cs)
+// rotated dimensions (GPT-NeoX mode: qwen2, qwen3, gemma, phi3). The same
+// rotate_pairs source, instantiated for this mode, comes out of gcc with the
+// second line fused the other way round: fma(x0, c, -(x1*s)) and fma(x0, s,
+// x1*c) (llama.cpp 0253fb21's AVX-512 build, compared bit for bit with
+// llama-eval-callback's Qcur on rand-gemma3-q8_0; RopeNorm's fma(x1, c,
+// x0*s) is an ulp or more away in about one output of eight). ropeNeoxGo
+// is the specification; ropeNeoxAVX2 rotates eight pairs a step.
+func RopeNeox(x, cs []float32) {
+	h := len(cs) / 2
+	x = x[:2*h]
+	n := 0
+	if asmOn() {
+		if n = h &^ 7; n > 0 {
+			ropeNeoxAVX2(&x[0], &cs[0], h, n)
+		}
+	}
+	ropeNeoxGo(x, cs, n)
+}
+
+// ropeNeoxGo rotates the pairs i >= from of RopeNeox.
+func ropeNeoxGo(x, cs []float32, from int) {
+	h := len(cs) / 2
+	for i := from; i < h; i++ {
+		x0, x1, c, s := x[i], x[i+h], cs[2*i], cs[2*i+1]
+		x[i], x[i+h] = Fmaf(x0, c, -(x1*s)), Fmaf(x0, s, x1*c)
+	}
+}
+
 // SiluMul sets h[i] = silu(g[i]) * u[i] for i < len(h) (g and u at least
 // as long; h may be g or u), as ggml_vec_swiglu_f32 does a row: silu(x) =
 // x / (1 + exp(0 - x)) with expf8 for the elements up to the last multiple

@@ -107,6 +107,7 @@ func checkVecOps(t *testing.T, name string, a, g, u []float32, b []uint16, s, mx
 	t.Helper()
 	var dots [2]float32
 	var ys, hs, es, ss, sc, sr [2][]float32
+	var ropes [2][2][]float32
 	var sums [2]float64
 	var maxes [2]float32
 	bothPaths(func(on bool) {
@@ -157,7 +158,27 @@ func checkVecOps(t *testing.T, name string, a, g, u []float32, b []uint16, s, mx
 			t.Fatalf("%s %s: ScaleRoundF16 wrote past x", name, modeName(on))
 		}
 		sr[k] = x
+
+		// The rotations of RoPE by the "angles" u (any values), over all
+		// of x or a shorter part of it, whose rest they must leave.
+		cs := u[:len(u)-len(u)%3]
+		for i, rope := range []func(x, cs []float32){RopeNorm, RopeNeox} {
+			x, ok = guarded(g)
+			rope(x, cs)
+			if !ok() {
+				t.Fatalf("%s %s: rope %d wrote past x", name, modeName(on), i)
+			}
+			if j := sameSlices(x[len(cs)&^1:], g[len(cs)&^1:]); j >= 0 {
+				t.Fatalf("%s %s: rope %d changed x[%d] past its %d rotated values", name, modeName(on), i, len(cs)&^1+j, len(cs)&^1)
+			}
+			ropes[i][k] = x
+		}
 	})
+	for i, op := range []string{"RopeNorm", "RopeNeox"} {
+		if j := sameSlices(ropes[i][0], ropes[i][1]); j >= 0 {
+			t.Fatalf("%s: %s x[%d] (of %d): go %v, simd %v", name, op, j, len(u)-len(u)%3, ropes[i][0][j], ropes[i][1][j])
+		}
+	}
 	if !sameBits(dots[0], dots[1]) {
 		t.Fatalf("%s: DotF16 go %v (%#x), simd %v (%#x)", name, dots[0], math.Float32bits(dots[0]), dots[1], math.Float32bits(dots[1]))
 	}

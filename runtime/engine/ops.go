@@ -108,37 +108,14 @@ func newYarn(nDims, nCtxOrig int, base, freqScale float32) yarn {
 }
 
 // ropeNorm rotates adjacent pairs (x[2i], x[2i+1]) of one head (llama's
-// "normal" mode), for the pairs that cs covers. ggml's rotate_pairs writes
-// x0*cos - x1*sin and x0*sin + x1*cos; gcc (12, -O3 -march=native on an FMA
-// machine, contracting by default) fuses the first product of the first
-// line and the second of the second (vfmsub231ss, vfmadd132ss), which moves
-// a result by an ulp now and then, and so the goldens (see rotate).
-func ropeNorm(x, cs []float32) {
-	for i := 0; i < len(cs)/2; i++ {
-		x[2*i], x[2*i+1] = rotate(x[2*i], x[2*i+1], cs[2*i], cs[2*i+1])
-	}
-}
+// "normal" mode) for the pairs that cs covers, as gcc compiles ggml's
+// rotate_pairs (cpu.RopeNorm says how).
+func ropeNorm(x, cs []float32) { cpu.RopeNorm(x, cs) }
 
 // ropeNeox rotates the pairs (x[i], x[i+n/2]) of one head, n = len(cs)
-// rotated dimensions (GPT-NeoX mode: qwen2, qwen3, gemma, phi3). The same
-// rotate_pairs source, instantiated for this mode, comes out of gcc with the
-// second line fused the other way round: fma(x0, s, x1*c) (llama.cpp
-// 0253fb21's AVX-512 build, compared bit for bit with llama-eval-callback's
-// Qcur on rand-gemma3-q8_0; rotate's fma(x1, c, x0*s) is an ulp or more
-// away in about one output of eight).
-func ropeNeox(x, cs []float32) {
-	h := len(cs) / 2
-	for i := 0; i < h; i++ {
-		x0, x1, c, s := x[i], x[i+h], cs[2*i], cs[2*i+1]
-		x[i], x[i+h] = cpu.Fmaf(x0, c, -(x1*s)), cpu.Fmaf(x0, s, x1*c)
-	}
-}
-
-// rotate returns (x0*c - x1*s, x0*s + x1*c) as gcc compiles ggml's
-// rotate_pairs: fma(x0, c, -(x1*s)) and fma(x1, c, x0*s).
-func rotate(x0, x1, c, s float32) (float32, float32) {
-	return cpu.Fmaf(x0, c, -(x1 * s)), cpu.Fmaf(x1, c, x0*s)
-}
+// rotated dimensions (GPT-NeoX mode: qwen2, qwen3, gemma, phi3), as gcc
+// compiles ggml's rotate_pairs for it (cpu.RopeNeox).
+func ropeNeox(x, cs []float32) { cpu.RopeNeox(x, cs) }
 
 // softmax turns scores into probabilities in place, as ggml's soft_max:
 // subtract the max, expf, sum in float64, multiply by float32(1/sum).

@@ -40,6 +40,8 @@ func main() {
 	scale("scaleAVX2", false)
 	scale("scaleRoundF16AVX2", true)
 	siluMul()
+	ropeNorm()
+	ropeNeox()
 	softmaxExp()
 	sumStream()
 	prefetchLines()
@@ -68,6 +70,7 @@ var (
 	vG, vS1                              Mem    // 0x82000000, 0x7f000000
 	vSign, vQNaN                         Mem    // 0x80000000, 0x7fc00000
 	vNegInf                              Mem    // -Inf
+	vSignEven                            Mem    // 0x80000000 in the even lanes, 0 in the odd
 )
 
 // splat declares a table of 8 copies of the 32-bit word w.
@@ -93,6 +96,11 @@ func constants() {
 	vSign = splat("vecSign", 0x80000000)
 	vQNaN = splat("vecQNaN", 0x7fc00000)
 	vNegInf = splat("vecNegInf", 0xff800000)
+	vSignEven = GLOBL("vecSignEven", RODATA|NOPTR)
+	for i := 0; i < 8; i += 2 {
+		DATA(4*i, U32(0x80000000))
+		DATA(4*i+4, U32(0))
+	}
 	v126 = f("vec126", 126)
 	v192 = f("vec192", 192)
 	vG = splat("vecExpG", 0x82000000)
@@ -565,6 +573,76 @@ func siluMul() {
 		VDIVPS(e, gv, gv)
 		VMULPS(elem(u, i, 4, 0), gv, gv)
 		VMOVUPS(gv, elem(h, i, 4, 0))
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// ropeNorm writes ropeNormAVX2: the rotation of rotate (ops.go of the
+// engine, now ropeNormGo) on the interleaved pairs (x[2i], x[2i+1]) with
+// (cs[2i], cs[2i+1]) = (cos, sin), four pairs a step: fma(x0, c, -(x1*s))
+// and fma(x1, c, x0*s), each product x*s rounded first and each fma
+// rounded once (VFMADD, as Fmaf), as gcc compiles ggml's rotate_pairs.
+func ropeNorm() {
+	TEXT("ropeNormAVX2", NOSPLIT, "func(x, cs *float32, n int)")
+	Pragma("noescape")
+	Doc("ropeNormAVX2 does ropeNormGo(x[:n], cs[:n]), n a multiple of 8.")
+	x := Load(Param("x"), GP64())
+	cs := Load(Param("cs"), GP64())
+	n := Load(Param("n"), GP64())
+	se := YMM()
+	VMOVUPS(vSignEven, se)
+	i := GP64()
+	loop("ropeNorm", i, n, 8, func() {
+		v, w, c, s, p := YMM(), YMM(), YMM(), YMM(), YMM()
+		VMOVUPS(elem(x, i, 4, 0), v)
+		VMOVUPS(elem(cs, i, 4, 0), w)
+		VMOVSLDUP(w, c)           // [c0 c0 c1 c1 ...]
+		VMOVSHDUP(w, s)           // [s0 s0 s1 s1 ...]
+		VPERMILPS(U8(0xb1), v, p) // [x1 x0 ...]
+		VMULPS(s, p, p)           // [x1*s x0*s ...]
+		VXORPS(se, p, p)          // [-(x1*s) x0*s ...]
+		VFMADD231PS(c, v, p)      // [x0*c - x1*s, x1*c + x0*s ...]
+		VMOVUPS(p, elem(x, i, 4, 0))
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// ropeNeox writes ropeNeoxAVX2: ropeNeoxGo's rotation of the pairs (x[i],
+// x[i+h]) with (cs[2i], cs[2i+1]) = (cos, sin) for i < n, eight pairs a
+// step: fma(x0, c, -(x1*s)) and fma(x0, s, x1*c), each product rounded
+// first and each fma once.
+func ropeNeox() {
+	TEXT("ropeNeoxAVX2", NOSPLIT, "func(x, cs *float32, h, n int)")
+	Pragma("noescape")
+	Doc("ropeNeoxAVX2 rotates the pairs i < n of ropeNeoxGo(x[:2*h], cs[:2*h]), n a multiple",
+		"of 8.")
+	x := Load(Param("x"), GP64())
+	cs := Load(Param("cs"), GP64())
+	h := Load(Param("h"), GP64())
+	n := Load(Param("n"), GP64())
+	x1 := GP64()
+	LEAQ(Mem{Base: x, Index: h, Scale: 4}, x1)
+	i := GP64()
+	loop("ropeNeox", i, n, 8, func() {
+		a, b, c, s := YMM(), YMM(), YMM(), YMM()
+		VMOVUPS(Mem{Base: cs, Index: i, Scale: 8}, a)           // [c0 s0 c1 s1 c2 s2 c3 s3]
+		VMOVUPS(Mem{Base: cs, Index: i, Scale: 8, Disp: 32}, b) // [c4 s4 ... c7 s7]
+		VSHUFPS(U8(0x88), b, a, c)                              // [c0 c1 c4 c5 | c2 c3 c6 c7]
+		VSHUFPS(U8(0xdd), b, a, s)                              // [s0 s1 s4 s5 | s2 s3 s6 s7]
+		VPERMPD(U8(0xd8), c, c)                                 // [c0 .. c7]
+		VPERMPD(U8(0xd8), s, s)
+		v0, v1, t, u := YMM(), YMM(), YMM(), YMM()
+		VMOVUPS(elem(x, i, 4, 0), v0)
+		VMOVUPS(elem(x1, i, 4, 0), v1)
+		VMULPS(s, v1, t)
+		VXORPS(vSign, t, t)   // -(x1*s)
+		VFMADD231PS(c, v0, t) // x0*c - x1*s
+		VMULPS(c, v1, u)      // x1*c
+		VFMADD231PS(s, v0, u) // x0*s + x1*c
+		VMOVUPS(t, elem(x, i, 4, 0))
+		VMOVUPS(u, elem(x1, i, 4, 0))
 	})
 	VZEROUPPER()
 	RET()
