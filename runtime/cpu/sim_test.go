@@ -213,7 +213,7 @@ func TestSimMatchesAVX2(t *testing.T) {
 	t.Logf("fuzz seeds: %d arbitrary-byte matrices match", len(seeds))
 
 	// The quantiser on random and edge blocks, and the permutation.
-	blocks := simQuantBlocks(rng)
+	blocks := q8_0Blocks(rng, 60)
 	const nb = 3
 	for i := 0; i+nb <= len(blocks); i += nb {
 		x := make([]float32, 0, 32*nb)
@@ -334,36 +334,4 @@ func SIMDName(k *kernels) string {
 		return "go"
 	}
 	return k.name
-}
-
-// simQuantBlocks are blocks of 32 activations for the quantiser: random
-// ones and the edge cases of TestQuantQ8_0AVX2 (zeros, negative zeros, a
-// single nonzero, ties of x*127/amax, magnitudes from float32 subnormals to
-// beyond the f16 range).
-func simQuantBlocks(rng *rand.Rand) [][]float32 {
-	var blocks [][]float32
-	for i := 0; i < 60; i++ {
-		blocks = append(blocks, randomX(rng, 32))
-	}
-	edge := func(f func(i int) float32) {
-		b := make([]float32, 32)
-		for i := range b {
-			b[i] = f(i)
-		}
-		blocks = append(blocks, b)
-	}
-	edge(func(int) float32 { return 0 })
-	edge(func(int) float32 { return float32(math.Copysign(0, -1)) })
-	edge(func(i int) float32 {
-		if i == 7 {
-			return -3
-		}
-		return 0
-	})
-	edge(func(i int) float32 { return float32(i) - 15.5 })
-	edge(func(i int) float32 { return (float32(i) - 16) * 127 / 32 })
-	for _, s := range []float64{1e-45, 4.4e-39, 1e-37, 1e-9, 1e-7, 6e-8 * 127, 65504 * 127, 1e30} {
-		edge(func(i int) float32 { return float32(s * (float64(i%7) - 3)) })
-	}
-	return blocks
 }

@@ -178,32 +178,7 @@ func TestQuantQ8_0AVX2(t *testing.T) {
 	if !haveAVX2 {
 		t.Skip("no assembly kernels on this machine or build")
 	}
-	rng := rand.New(rand.NewPCG(21, 22))
-	var blocks [][]float32
-	for i := 0; i < 2000; i++ {
-		blocks = append(blocks, randomX(rng, 32))
-	}
-	edge := func(f func(i int) float32) {
-		b := make([]float32, 32)
-		for i := range b {
-			b[i] = f(i)
-		}
-		blocks = append(blocks, b)
-	}
-	edge(func(int) float32 { return 0 })
-	edge(func(i int) float32 { return float32(math.Copysign(0, -1)) })
-	edge(func(i int) float32 {
-		if i == 7 {
-			return -3
-		}
-		return 0
-	})
-	edge(func(i int) float32 { return float32(i) - 15.5 })            // ties at x*127/amax
-	edge(func(i int) float32 { return (float32(i) - 16) * 127 / 32 }) // more ties
-	// down to float32 subnormals, where 127/amax overflows to Inf
-	for _, s := range []float64{1e-45, 4.4e-39, 1e-37, 1e-9, 1e-7, 6e-8 * 127, 65504 * 127, 1e30} {
-		edge(func(i int) float32 { return float32(s * (float64(i%7) - 3)) })
-	}
+	blocks := q8_0Blocks(rand.New(rand.NewPCG(21, 22)), 2000)
 	const nb = 5
 	for i := 0; i+nb <= len(blocks); i++ {
 		x := make([]float32, 0, 32*nb)
@@ -236,17 +211,7 @@ func TestQuantQ8_0AVX2(t *testing.T) {
 // NaNs and infinities among finite values, and random blocks with NaNs in
 // random places.
 func q8KBlocks(rng *rand.Rand, random int) [][]float32 {
-	var blocks [][]float32
-	for i := 0; i < random; i++ {
-		blocks = append(blocks, randomX(rng, 256))
-	}
-	edge := func(f func(i int) float32) {
-		b := make([]float32, 256)
-		for i := range b {
-			b[i] = f(i)
-		}
-		blocks = append(blocks, b)
-	}
+	blocks, edge := blocksOf(rng, 256, random)
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	edge(func(int) float32 { return 0 })
 	edge(func(int) float32 { return float32(math.Copysign(0, -1)) })
@@ -291,9 +256,47 @@ func q8KBlocks(rng *rand.Rand, random int) [][]float32 {
 		for j := 0; j < 1+rng.IntN(8); j++ {
 			b[rng.IntN(256)] = nan
 		}
+		*blocks = append(*blocks, b)
+	}
+	return *blocks
+}
+
+// blocksOf returns random random blocks of size activations, and edge,
+// which appends the block whose element i is f(i).
+func blocksOf(rng *rand.Rand, size, random int) (*[][]float32, func(f func(i int) float32)) {
+	var blocks [][]float32
+	for i := 0; i < random; i++ {
+		blocks = append(blocks, randomX(rng, size))
+	}
+	return &blocks, func(f func(i int) float32) {
+		b := make([]float32, size)
+		for i := range b {
+			b[i] = f(i)
+		}
 		blocks = append(blocks, b)
 	}
-	return blocks
+}
+
+// q8_0Blocks are blocks of 32 activations for the Q8_0 quantisers: random
+// ones and edge ones: zeros, negative zeros, a single nonzero, ties of
+// x*127/amax, magnitudes from float32 subnormals (where 127/amax overflows
+// to Inf) to beyond the f16 range.
+func q8_0Blocks(rng *rand.Rand, random int) [][]float32 {
+	blocks, edge := blocksOf(rng, 32, random)
+	edge(func(int) float32 { return 0 })
+	edge(func(int) float32 { return float32(math.Copysign(0, -1)) })
+	edge(func(i int) float32 {
+		if i == 7 {
+			return -3
+		}
+		return 0
+	})
+	edge(func(i int) float32 { return float32(i) - 15.5 })            // ties at x*127/amax
+	edge(func(i int) float32 { return (float32(i) - 16) * 127 / 32 }) // more ties
+	for _, s := range []float64{1e-45, 4.4e-39, 1e-37, 1e-9, 1e-7, 6e-8 * 127, 65504 * 127, 1e30} {
+		edge(func(i int) float32 { return float32(s * (float64(i%7) - 3)) })
+	}
+	return *blocks
 }
 
 // TestQuantQ8_KAVX2 compares the assembly quantiser with quantQ8_K bit for
