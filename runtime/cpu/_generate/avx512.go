@@ -843,95 +843,47 @@ func rowsQ4Kx512(name string, q5 bool) {
 // multiplies them by the group scales (VPERMW spreads them) into dwords.
 // The float part is the AVX2 kernel's.
 func rowsQ6x512(name string) {
-	TEXT(name, NOSPLIT, "func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int)")
-	rowsDoc(name, "dotQ6_K(codes, scales, dp of row i, tile t; the token's codes and scales of tile t)")
-	Pragma("noescape")
-	cnt := AllocLocal(8)
-	cs := Load(Param("cstride"), GP64())
-	ss := Load(Param("sstride"), GP64())
-	ds := Load(Param("dstride"), GP64())
-	zero := ZMM()
-	VPXORD(zero, zero, zero)
-	var wi [4]VecVirtual
-	for jj := range wi {
-		wi[jj] = ZMM()
-		VMOVDQU64(wIdxZ[jj], wi[jj])
-	}
-	tv := beginTiles(name, "codes", "scales", "dp")
-
-	Label(name + "_rows")
-	CMPQ(tv.rows, U8(4))
-	JL(LabelRef(name + "_rowsdone"))
-	pc, psc, pdp := tv.load("codes"), tv.load("scales"), tv.load("dp")
-	pa := Load(Param("a"), GP64())
-	pd := Load(Param("d"), GP64())
-	n := Load(Param("nsb"), GP64())
-	MOVQ(n, cnt)
-	acc := XMM()
-	VXORPS(acc, acc, acc)
-
-	Label(name + "_sb")
-	tv.prefetch(1024)    // 4 rows x 256 bytes of codes per super-block
-	var av [4]VecVirtual // the token's codes
-	for jj := range av {
-		av[jj] = ZMM()
-		VMOVDQU64(Mem{Base: pa, Disp: 64 * jj}, av[jj])
-	}
-	t := GP64()
-	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
-	ts := GP64()
-	LEAQ(Mem{Base: psc, Index: ss, Scale: 2}, ts)
-	var v [4]VecVirtual
-	for k := 0; k < 4; k++ {
-		sv := ZMM()
-		VPMOVSXBW(rowMem(psc, ss, ts, k, 0), sv.AsY()) // the 16 scales as int16
-		v[k] = ZMM()
-		for jj := 0; jj < 4; jj++ {
-			w, sg := ZMM(), K()
-			VMOVDQU64(rowMem(pc, cs, t, k, 64*jj), w)
-			VPMOVB2M(w, sg)
-			VPABSB(w, w)
-			x := ZMM()
-			VMOVDQA64(av[jj], x)
-			VPSUBB(x, zero, sg, x) // a*sign(w)
-			VPMADDUBSW(x, w, x)
-			sc := ZMM()
-			VPERMW(sv, wi[jj], sc)
-			if jj == 0 {
-				VPMADDWD(sc, x, v[k])
-			} else {
-				vpdpwssd(sc, x, v[k])
+	var zero VecVirtual
+	var wi, av [4]VecVirtual // the word indices of VPERMW; the token's codes
+	rowsQ6With(name, q6Kernel{
+		setup: func() {
+			zero = ZMM()
+			VPXORD(zero, zero, zero)
+			for jj := range wi {
+				wi[jj] = ZMM()
+				VMOVDQU64(wIdxZ[jj], wi[jj])
 			}
-		}
-	}
-	si := reduce4z(v)
-	g := XMM()
-	VPXOR(g, g, g)
-	VPINSRW(U8(0), Mem{Base: pdp}, g, g)
-	VPINSRW(U8(1), Mem{Base: pdp, Index: ds, Scale: 1}, g, g)
-	VPINSRW(U8(2), Mem{Base: pdp, Index: ds, Scale: 2}, g, g)
-	t3 := GP64()
-	LEAQ(Mem{Base: pdp, Index: ds, Scale: 2}, t3)
-	VPINSRW(U8(3), Mem{Base: t3, Index: ds, Scale: 1}, g, g)
-	dw := XMM()
-	VCVTPH2PS(g, dw)
-	dx := XMM()
-	VBROADCASTSS(Mem{Base: pd}, dx)
-	VMULPS(dx, dw, dw)
-	f := XMM()
-	VCVTDQ2PS(si, f)
-	VMULPS(dw, f, f)
-	VADDPS(f, acc, acc)
-	ADDQ(U32(256), pc)
-	ADDQ(U8(16), psc)
-	ADDQ(U8(2), pdp)
-	ADDQ(U32(256), pa)
-	ADDQ(U8(4), pd)
-	DECQ(cnt)
-	JNZ(LabelRef(name + "_sb"))
-	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss, "dp": ds})
-
-	tv.endTiles(name, func() { nextTileK(false) })
+		},
+		tokens: func(pa Register) {
+			for jj := range av {
+				av[jj] = ZMM()
+				VMOVDQU64(Mem{Base: pa, Disp: 64 * jj}, av[jj])
+			}
+		},
+		row: func(k int, r q6Regs, v *[4]VecVirtual) {
+			sv := ZMM()
+			VPMOVSXBW(rowMem(r.psc, r.ss, r.ts, k, 0), sv.AsY()) // the 16 scales as int16
+			v[k] = ZMM()
+			for jj := 0; jj < 4; jj++ {
+				w, sg := ZMM(), K()
+				VMOVDQU64(rowMem(r.pc, r.cs, r.t, k, 64*jj), w)
+				VPMOVB2M(w, sg)
+				VPABSB(w, w)
+				x := ZMM()
+				VMOVDQA64(av[jj], x)
+				VPSUBB(x, zero, sg, x) // a*sign(w)
+				VPMADDUBSW(x, w, x)
+				sc := ZMM()
+				VPERMW(sv, wi[jj], sc)
+				if jj == 0 {
+					VPMADDWD(sc, x, v[k])
+				} else {
+					vpdpwssd(sc, x, v[k])
+				}
+			}
+		},
+		reduce: reduce4z,
+	})
 }
 
 // nextTileK moves the activation arguments of the K-quant rows kernels on

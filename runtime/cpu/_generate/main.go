@@ -872,6 +872,54 @@ func rowsK(name string, q5 bool) {
 // int8 (q-32), scales 16 int8, dp 2 bytes (f16 d); per super-block of the
 // token: a 256 codes, d one scale.
 func rowsQ6(name string) {
+	rowsQ6With(name, q6Kernel{
+		row: func(k int, r q6Regs, v *[4]VecVirtual) {
+			sv := XMM()
+			VMOVDQU(rowMem(r.psc, r.ss, r.ts, k, 0), sv)
+			VPSHUFB(evOdd, sv, sv)
+			u := YMM()
+			VPMOVSXBW(sv, u) // [even scales | odd scales] as int16
+			for j := 0; j < 8; j++ {
+				c, av := YMM(), YMM()
+				VMOVDQU(rowMem(r.pc, r.cs, r.t, k, 32*j), c)
+				VMOVDQU(Mem{Base: r.pa, Disp: 32 * j}, av)
+				VPSIGNB(c, av, av)
+				VPABSB(c, c)
+				VPMADDUBSW(av, c, c)
+				sc := YMM()
+				VPSHUFB(wMask[j], u, sc) // [scale 2j x8 | scale 2j+1 x8]
+				VPMADDWD(sc, c, c)
+				if j == 0 {
+					v[k] = c
+				} else {
+					VPADDD(c, v[k], v[k])
+				}
+			}
+		},
+		reduce: func(v [4]VecVirtual) VecVirtual { return fold(reduce4(v, true)) },
+	})
+}
+
+// q6Kernel is what the Q6_K rows kernels of the two sets do differently
+// (rowsQ6With does the rest): setup after the strides are loaded, tokens
+// per super-block after the prefetch, row the int32 sums of row k of four
+// into v[k], reduce the four rows' sums to one lane each (an XMM).
+type q6Kernel struct {
+	setup  func()
+	tokens func(pa Register)
+	row    func(k int, r q6Regs, v *[4]VecVirtual)
+	reduce func(v [4]VecVirtual) VecVirtual
+}
+
+// q6Regs are the registers of a Q6_K rows kernel's super-block: the codes
+// and scales of row 0 (pc, psc) and row 2 (t, ts), their strides, the
+// token's codes.
+type q6Regs struct{ pc, psc, t, ts, cs, ss, pa Register }
+
+// rowsQ6With writes a Q6_K rows kernel: four rows a step, each super-block
+// of 256 codes summed by q.row and q.reduce, times the rows' f16 scales d
+// and the token's scale, into acc.
+func rowsQ6With(name string, q q6Kernel) {
 	TEXT(name, NOSPLIT, "func(codes, scales, dp *byte, cstride, sstride, dstride int, a *int8, d *float32, nsb int, y *float32, rows, tiles, tstride int)")
 	rowsDoc(name, "dotQ6_K(codes, scales, dp of row i, tile t; the token's codes and scales of tile t)")
 	Pragma("noescape")
@@ -879,6 +927,9 @@ func rowsQ6(name string) {
 	cs := Load(Param("cstride"), GP64())
 	ss := Load(Param("sstride"), GP64())
 	ds := Load(Param("dstride"), GP64())
+	if q.setup != nil {
+		q.setup()
+	}
 	tv := beginTiles(name, "codes", "scales", "dp")
 
 	Label(name + "_rows")
@@ -894,35 +945,18 @@ func rowsQ6(name string) {
 
 	Label(name + "_sb")
 	tv.prefetch(1024) // 4 rows x 256 bytes of codes per super-block
+	if q.tokens != nil {
+		q.tokens(pa)
+	}
 	t := GP64()
 	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
 	ts := GP64()
 	LEAQ(Mem{Base: psc, Index: ss, Scale: 2}, ts)
 	var v [4]VecVirtual
 	for k := 0; k < 4; k++ {
-		sv := XMM()
-		VMOVDQU(rowMem(psc, ss, ts, k, 0), sv)
-		VPSHUFB(evOdd, sv, sv)
-		u := YMM()
-		VPMOVSXBW(sv, u) // [even scales | odd scales] as int16
-		for j := 0; j < 8; j++ {
-			c, av := YMM(), YMM()
-			VMOVDQU(rowMem(pc, cs, t, k, 32*j), c)
-			VMOVDQU(Mem{Base: pa, Disp: 32 * j}, av)
-			VPSIGNB(c, av, av)
-			VPABSB(c, c)
-			VPMADDUBSW(av, c, c)
-			sc := YMM()
-			VPSHUFB(wMask[j], u, sc) // [scale 2j x8 | scale 2j+1 x8]
-			VPMADDWD(sc, c, c)
-			if j == 0 {
-				v[k] = c
-			} else {
-				VPADDD(c, v[k], v[k])
-			}
-		}
+		q.row(k, q6Regs{pc: pc, psc: psc, t: t, ts: ts, cs: cs, ss: ss, pa: pa}, &v)
 	}
-	si := fold(reduce4(v, true))
+	si := q.reduce(v)
 	g := XMM()
 	VPXOR(g, g, g)
 	VPINSRW(U8(0), Mem{Base: pdp}, g, g)
@@ -949,19 +983,7 @@ func rowsQ6(name string) {
 	JNZ(LabelRef(name + "_sb"))
 	tv.nextRows(name, acc, map[string]Register{"codes": cs, "scales": ss, "dp": ds})
 
-	tv.endTiles(name, func() {
-		n := Load(Param("nsb"), GP64())
-		m := GP64()
-		MOVQ(n, m)
-		SHLQ(U8(2), m) // 4 bytes of d per super-block
-		r := Load(Param("d"), GP64())
-		ADDQ(m, r)
-		Store(r, Param("d"))
-		SHLQ(U8(8), n) // 256 codes per super-block
-		r = Load(Param("a"), GP64())
-		ADDQ(n, r)
-		Store(r, Param("a"))
-	})
+	tv.endTiles(name, func() { nextTileK(false) })
 }
 
 // quantQ8_0 writes the Q8_0 activation quantiser of nb blocks of 32, the
