@@ -849,23 +849,7 @@ func rowsK(name string, q5 bool) {
 	JNZ(LabelRef(name + "_sb"))
 	tv.nextRows(name, acc, strides)
 
-	tv.endTiles(name, func() {
-		n := Load(Param("nsb"), GP64())
-		m := GP64()
-		MOVQ(n, m)
-		SHLQ(U8(2), m) // 4 bytes of d per super-block
-		r := Load(Param("d"), GP64())
-		ADDQ(m, r)
-		Store(r, Param("d"))
-		SHLQ(U8(2), m) // 16 bytes of bp
-		r = Load(Param("bp"), GP64())
-		ADDQ(m, r)
-		Store(r, Param("bp"))
-		SHLQ(U8(8), n) // 256 codes
-		r = Load(Param("a"), GP64())
-		ADDQ(n, r)
-		Store(r, Param("a"))
-	})
+	tv.endTiles(name, func() { nextTileK(true) })
 }
 
 // rowsQ6 writes the Q6_K rows kernel. Per super-block and row: codes 256
