@@ -824,8 +824,24 @@ func rowsK(name string, q5 bool) {
 	}
 	sm := reduce4(m, false)         // summ of rows 0..3
 	dw := halvesT(gather4(pdm, ds)) // [d r0..3 | dmin r0..3]
+	kSuperblockEnd(name, si, sm, dw, acc, kPtrs{pd, pc, ph, psm, pdm, pa, pbp}, cnt)
+	tv.nextRows(name, acc, strides)
+
+	tv.endTiles(name, func() { nextTileK(true) })
+}
+
+// kPtrs are the pointers a K-quant rows kernel moves on by a super-block:
+// the token's scale, the rows' codes, high bits (Q5_K, else nil), scales
+// and mins, d and dmin, the token's codes and bsums.
+type kPtrs struct{ pd, pc, ph, psm, pdm, pa, pbp Register }
+
+// kSuperblockEnd ends a super-block of a K-quant rows kernel of either set:
+// acc += d*dx*float32(sumi) - dmin*dx*float32(summ) for the four rows (si,
+// sm: their int32 sums; dw: [d r0..3 | dmin r0..3]), the pointers moved
+// on, and the loop over the super-blocks (cnt of them left) closed.
+func kSuperblockEnd(name string, si, sm, dw, acc VecVirtual, p kPtrs, cnt Mem) {
 	dx := YMM()
-	VBROADCASTSS(Mem{Base: pd}, dx)
+	VBROADCASTSS(Mem{Base: p.pd}, dx)
 	VMULPS(dx, dw, dw)
 	fi, fm := XMM(), XMM()
 	VCVTDQ2PS(si, fi)
@@ -836,20 +852,17 @@ func rowsK(name string, q5 bool) {
 	VMULPS(dmn, fm, fm) // dmin*float32(summ)
 	VSUBPS(fm, fi, fi)
 	VADDPS(fi, acc, acc)
-	ADDQ(U8(128), pc)
-	if q5 {
-		ADDQ(U8(32), ph)
+	ADDQ(U8(128), p.pc)
+	if p.ph != nil {
+		ADDQ(U8(32), p.ph)
 	}
-	ADDQ(U8(16), psm)
-	ADDQ(U8(4), pdm)
-	ADDQ(U32(256), pa)
-	ADDQ(U8(4), pd)
-	ADDQ(U8(16), pbp)
+	ADDQ(U8(16), p.psm)
+	ADDQ(U8(4), p.pdm)
+	ADDQ(U32(256), p.pa)
+	ADDQ(U8(4), p.pd)
+	ADDQ(U8(16), p.pbp)
 	DECQ(cnt)
 	JNZ(LabelRef(name + "_sb"))
-	tv.nextRows(name, acc, strides)
-
-	tv.endTiles(name, func() { nextTileK(true) })
 }
 
 // rowsQ6 writes the Q6_K rows kernel. Per super-block and row: codes 256
