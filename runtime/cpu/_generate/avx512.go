@@ -723,24 +723,8 @@ func rowsQ4Kx512(name string, q5 bool) {
 	VMOVDQU64(idxT, it)
 	tv := beginTiles(name, planes...)
 
-	Label(name + "_rows")
-	CMPQ(tv.rows, U8(4))
-	JL(LabelRef(name + "_rowsdone"))
-	pc, psm, pdm := tv.load("codes"), tv.load("sm"), tv.load("dm")
-	var ph Register
-	if q5 {
-		ph = tv.load("high")
-	}
-	pa := Load(Param("a"), GP64())
-	pd := Load(Param("d"), GP64())
-	pbp := Load(Param("bp"), GP64())
-	n := Load(Param("nsb"), GP64())
-	MOVQ(n, cnt)
-	acc := XMM()
-	VXORPS(acc, acc, acc)
-
-	Label(name + "_sb")
-	tv.prefetch(512) // 4 rows x 128 bytes of codes per super-block
+	p, acc := kRowsBegin(name, q5, tv, cnt)
+	pc, psm, pdm, ph, pa, pbp := p.pc, p.psm, p.pdm, p.ph, p.pa, p.pbp
 	// ae[jj], ao[jj]: the even (odd) elements of sub-blocks 4jj..4jj+3.
 	var ae, ao [2]VecVirtual
 	for jj := 0; jj < 2; jj++ {
@@ -805,7 +789,7 @@ func rowsQ4Kx512(name string, q5 bool) {
 	w := YMM()
 	VCVTPH2PS(gather4z(pdm, ds, km), w)
 	VPERMPS(w, it, w) // [d r0..3 | dmin r0..3]
-	kSuperblockEnd(name, si, sm, w, acc, kPtrs{pd, pc, ph, psm, pdm, pa, pbp}, cnt)
+	kSuperblockEnd(name, si, sm, w, acc, p, cnt)
 	tv.nextRows(name, acc, strides)
 
 	tv.endTiles(name, func() { nextTileK(true) })

@@ -764,24 +764,8 @@ func rowsK(name string, q5 bool) {
 	VMOVDQU(c0F, m0F)
 	tv := beginTiles(name, planes...)
 
-	Label(name + "_rows")
-	CMPQ(tv.rows, U8(4))
-	JL(LabelRef(name + "_rowsdone"))
-	pc, psm, pdm := tv.load("codes"), tv.load("sm"), tv.load("dm")
-	var ph Register
-	if q5 {
-		ph = tv.load("high")
-	}
-	pa := Load(Param("a"), GP64())
-	pd := Load(Param("d"), GP64())
-	pbp := Load(Param("bp"), GP64())
-	n := Load(Param("nsb"), GP64())
-	MOVQ(n, cnt)
-	acc := XMM()
-	VXORPS(acc, acc, acc)
-
-	Label(name + "_sb")
-	tv.prefetch(512) // 4 rows x 128 bytes of codes per super-block
+	p, acc := kRowsBegin(name, q5, tv, cnt)
+	pc, psm, pdm, ph, pa, pbp := p.pc, p.psm, p.pdm, p.ph, p.pa, p.pbp
 	t := GP64()
 	LEAQ(Mem{Base: pc, Index: cs, Scale: 2}, t)
 	tm := GP64()
@@ -824,7 +808,7 @@ func rowsK(name string, q5 bool) {
 	}
 	sm := reduce4(m, false)         // summ of rows 0..3
 	dw := halvesT(gather4(pdm, ds)) // [d r0..3 | dmin r0..3]
-	kSuperblockEnd(name, si, sm, dw, acc, kPtrs{pd, pc, ph, psm, pdm, pa, pbp}, cnt)
+	kSuperblockEnd(name, si, sm, dw, acc, p, cnt)
 	tv.nextRows(name, acc, strides)
 
 	tv.endTiles(name, func() { nextTileK(true) })
@@ -834,6 +818,31 @@ func rowsK(name string, q5 bool) {
 // the token's scale, the rows' codes, high bits (Q5_K, else nil), scales
 // and mins, d and dmin, the token's codes and bsums.
 type kPtrs struct{ pd, pc, ph, psm, pdm, pa, pbp Register }
+
+// kRowsBegin opens a K-quant rows kernel's loop over four rows (tv.rows
+// of them left) and, for them, its loop over the super-blocks (cnt of them
+// left): the rows' pointers, the token's, and acc cleared.
+func kRowsBegin(name string, q5 bool, tv *tileVars, cnt Mem) (kPtrs, VecVirtual) {
+	Label(name + "_rows")
+	CMPQ(tv.rows, U8(4))
+	JL(LabelRef(name + "_rowsdone"))
+	pc, psm, pdm := tv.load("codes"), tv.load("sm"), tv.load("dm")
+	var ph Register
+	if q5 {
+		ph = tv.load("high")
+	}
+	pa := Load(Param("a"), GP64())
+	pd := Load(Param("d"), GP64())
+	pbp := Load(Param("bp"), GP64())
+	n := Load(Param("nsb"), GP64())
+	MOVQ(n, cnt)
+	acc := XMM()
+	VXORPS(acc, acc, acc)
+
+	Label(name + "_sb")
+	tv.prefetch(512) // 4 rows x 128 bytes of codes per super-block
+	return kPtrs{pd, pc, ph, psm, pdm, pa, pbp}, acc
+}
 
 // kSuperblockEnd ends a super-block of a K-quant rows kernel of either set:
 // acc += d*dx*float32(sumi) - dmin*dx*float32(summ) for the four rows (si,
