@@ -28,6 +28,7 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/xdna-go/xdna/runtime/cpu/_generate/avoutil"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -77,13 +78,8 @@ var (
 	f1, i127, sign32 Mem
 )
 
-func table(name string, b []byte) Mem {
-	m := GLOBL(name, RODATA|NOPTR)
-	for i := 0; i < len(b); i += 8 {
-		DATA(i, U64(binary.LittleEndian.Uint64(b[i:])))
-	}
-	return m
-}
+// table declares a read-only table (avoutil.Table).
+func table(name string, b []byte) Mem { return avoutil.Table(name, b) }
 
 func constants() {
 	b := make([]byte, 32)

@@ -36,6 +36,7 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/xdna-go/xdna/runtime/cpu/_generate/avoutil"
 
 	. "github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/ir"
@@ -72,13 +73,8 @@ var (
 	idxW01, idxW23 Mem // VPERMT2W: the f16 scales of blocks 0,1 (2,3) of sixteen rows from two 8-row vectors
 )
 
-func table(name string, b []byte) Mem {
-	m := GLOBL(name, RODATA|NOPTR)
-	for i := 0; i < len(b); i += 8 {
-		DATA(i, U64(binary.LittleEndian.Uint64(b[i:])))
-	}
-	return m
-}
+// table declares a read-only table (avoutil.Table).
+func table(name string, b []byte) Mem { return avoutil.Table(name, b) }
 
 func constants() {
 	c0Fx4 = table("gemmC0F", []byte{0x0f, 0x0f, 0x0f, 0x0f, 0, 0, 0, 0})
