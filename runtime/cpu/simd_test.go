@@ -195,11 +195,7 @@ func TestQuantQ8_0AVX2(t *testing.T) {
 		if q != q2 || s != s2 {
 			t.Fatalf("blocks %d..%d: codes or sums differ:\n go %v %v\nasm %v %v", i, i+nb, q, s, q2, s2)
 		}
-		for j := range d {
-			if math.Float32bits(d[j]) != math.Float32bits(d2[j]) {
-				t.Fatalf("block %d: d = %v, asm %v", i+j, d[j], d2[j])
-			}
-		}
+		sameScales(t, i, d[:], d2[:])
 	}
 }
 
@@ -324,10 +320,17 @@ func TestQuantQ8_KAVX2(t *testing.T) {
 		if q != q2 || s != s2 {
 			t.Fatalf("blocks %d..%d: codes or sums differ:\n go %v %v\nasm %v %v", i, i+nb, q, s, q2, s2)
 		}
-		for j := range d {
-			if math.Float32bits(d[j]) != math.Float32bits(d2[j]) {
-				t.Fatalf("block %d: d = %v, asm %v", i+j, d[j], d2[j])
-			}
+		sameScales(t, i, d[:], d2[:])
+	}
+}
+
+// sameScales fails t unless the blocks' scales d (from block first on)
+// and the assembly's d2 have the same bits.
+func sameScales(t *testing.T, first int, d, d2 []float32) {
+	t.Helper()
+	for j := range d {
+		if math.Float32bits(d[j]) != math.Float32bits(d2[j]) {
+			t.Fatalf("block %d: d = %v, asm %v", first+j, d[j], d2[j])
 		}
 	}
 }
