@@ -32,8 +32,9 @@ type Task interface {
 // before it blocks on its channel: a decoding step runs a hundred or so
 // small products back to back, and waking a blocked goroutine costs tens of
 // microseconds, as much as a 0.5 MB product. The caller likewise polls for
-// the helpers to finish, for as long, and then blocks until the last one
-// wakes it: on a machine whose cores are shared, a helper that the system
+// the helpers to finish (after prefetching the start of its own segment of
+// the next matrix, when that is known), for as long, and then blocks until
+// the last one wakes it: on a machine whose cores are shared, a helper that the system
 // has taken off its core can hold a job back for milliseconds, and a
 // caller that keeps polling holds a core that could run it.
 //
@@ -198,20 +199,25 @@ func prefetchAhead(b []byte, id, parts int, st *atomic.Int32) {
 	if !asmOn() || len(b) == 0 {
 		return
 	}
-	seg := func(k int) bool {
-		lo := (k * len(b) / parts) &^ 63
-		hi := min(len(b), lo+aheadBytes) &^ 63
-		for ; lo < hi; lo += 4 << 10 {
-			if st.Load() == helperBusy {
-				return false
-			}
-			prefetchLinesAVX2(&b[lo], min(4<<10, hi-lo))
+	busy := func() bool { return st.Load() == helperBusy }
+	if prefetchSeg(b, id, parts, busy) && id == 1 {
+		prefetchSeg(b, 0, parts, busy)
+	}
+}
+
+// prefetchSeg asks for the first aheadBytes of segment k (of parts) of b,
+// a few KiB at a time, and stops, reporting false, as soon as stop says
+// so.
+func prefetchSeg(b []byte, k, parts int, stop func() bool) bool {
+	lo := (k * len(b) / parts) &^ 63
+	hi := min(len(b), lo+aheadBytes) &^ 63
+	for ; lo < hi; lo += 4 << 10 {
+		if stop() {
+			return false
 		}
-		return true
+		prefetchLinesAVX2(&b[lo], min(4<<10, hi-lo))
 	}
-	if seg(id) && id == 1 {
-		seg(0)
-	}
+	return true
 }
 
 // drain runs chunks of the current job on thread id until none is left:
@@ -275,7 +281,15 @@ func (p *Pool) run(n, grain int, t Task) {
 		}
 	}
 	p.drain(0)
-	if !spin(func() bool { return p.pending.Load() == 0 }) {
+	done := func() bool { return p.pending.Load() == 0 }
+	if p.ahead != nil && asmOn() && !done() {
+		// While the helpers finish, the start of the caller's own segment
+		// of the next matrix (decoding, token by token with this and
+		// without, alternated in one process: 1.0-1.6% less time a token
+		// on the 0.5B shape in Q4_0, Q8_0 and Q4_K_M, 0-2.7% on the 1B).
+		prefetchSeg(p.ahead, 0, p.parts, done)
+	}
+	if !spin(done) {
 		// Block. The last helper and this check both take waiting
 		// back from true; whichever does, only a helper that does sends.
 		p.waiting.Store(true)
