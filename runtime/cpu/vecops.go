@@ -210,11 +210,9 @@ func axpyF16Go(a float32, x []uint16, y []float32) {
 // VFMADD, four pairs a step).
 func RopeNorm(x, cs []float32) {
 	x = x[:len(cs)&^1]
-	n := 0
-	if asmOn() {
-		if n = len(x) &^ 7; n > 0 {
-			ropeNormAVX2(&x[0], &cs[0], n)
-		}
+	n := vecPart(len(x))
+	if n > 0 {
+		ropeNormAVX2(&x[0], &cs[0], n)
 	}
 	ropeNormGo(x[n:], cs[n:])
 }
@@ -237,11 +235,9 @@ func ropeNormGo(x, cs []float32) {
 func RopeNeox(x, cs []float32) {
 	h := len(cs) / 2
 	x = x[:2*h]
-	n := 0
-	if asmOn() {
-		if n = h &^ 7; n > 0 {
-			ropeNeoxAVX2(&x[0], &cs[0], h, n)
-		}
+	n := vecPart(h)
+	if n > 0 {
+		ropeNeoxAVX2(&x[0], &cs[0], h, n)
 	}
 	ropeNeoxGo(x, cs, n)
 }
