@@ -25,9 +25,10 @@ import (
 
 // gemmMinTokens is the least number of tokens a call takes the GEMM with:
 // from two tokens on it was as fast as the token kernels it replaced or
-// faster (the AVX-512 VM: AMD EPYC, CPU family 26 (Zen 5), one thread, 4864 x 896 Q4_0, Q5_0 and Q8_0 matrices with 2
-// to 24 tokens: 1.0x to 2.6x, CPU time), so one token (MatVec, the rows
-// kernels) is the only call without it.
+// faster (the AVX-512 VM: AMD EPYC, CPU family 26 (Zen 5), one thread,
+// 4864 x 896 Q4_0, Q5_0 and Q8_0 matrices with 2 to 24 tokens: 1.0x to
+// 2.6x, CPU time), so one token (MatVec, the rows kernels) is the only call
+// without it.
 const gemmMinTokens = 2
 
 // gemmRows is the rows of a panel, gemmToks the tokens of a pass.

@@ -34,9 +34,10 @@ type Task interface {
 // microseconds, as much as a 0.5 MB product. The caller likewise polls for
 // the helpers to finish (after prefetching the start of its own segment of
 // the next matrix, when that is known), for as long, and then blocks until
-// the last one wakes it: on a machine whose cores are shared, a helper that the system
-// has taken off its core can hold a job back for milliseconds, and a
-// caller that keeps polling holds a core that could run it.
+// the last one wakes it: on a machine whose cores are shared, a helper
+// that the system has taken off its core can hold a job back for
+// milliseconds, and a caller that keeps polling holds a core that could
+// run it.
 //
 // A Pool runs one job at a time: concurrent callers are serialised. It also
 // owns the scratch buffers of the kernels (quantised activations), which

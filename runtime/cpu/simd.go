@@ -100,7 +100,8 @@ var avx2Kernels = &kernels{
 // avx512Kernels is the AVX-512 set (AVX512F, BW, VL and VNNI; generated
 // by _generate/avx512.go into kernels_amd64.s and _generate/gemm into
 // gemm_amd64.s). It has its own rows kernels (MatVec, decode) and GEMM
-// (MatMat, prefill) for every quantised format; the activation quantisers (quantQ8_0, quantQ8_K) and permute64 are the AVX2 ones, which
+// (MatMat, prefill) for every quantised format; the activation
+// quantisers (quantQ8_0, quantQ8_K) and permute64 are the AVX2 ones, which
 // every AVX-512 CPU runs.
 var avx512Kernels = &kernels{
 	name:     "avx512",

@@ -304,7 +304,7 @@ func TestQuantQ8_KAVX2(t *testing.T) {
 	}
 	blocks := q8KBlocks(rand.New(rand.NewPCG(23, 24)), 300)
 	const nb = 3
-	for i := 0; i+nb <= len(blocks)+nb-1; i++ {
+	for i := range blocks {
 		x := make([]float32, 0, 256*nb)
 		for j := 0; j < nb; j++ {
 			x = append(x, blocks[(i+j)%len(blocks)]...)
