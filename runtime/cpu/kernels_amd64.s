@@ -3912,6 +3912,403 @@ q4_0RowsAVX512_rowsdone:
 	VZEROUPPER
 	RET
 
+// func q4_0RowsTallAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, CMOV, F16C, MMX+
+TEXT ·q4_0RowsTallAVX512(SB), NOSPLIT, $112-96
+	MOVQ         cstride+16(FP), AX
+	MOVQ         sstride+24(FP), CX
+	MOVQ         a+32(FP), DX
+	MOVQ         d+40(FP), BX
+	MOVQ         s+48(FP), SI
+	MOVQ         np+56(FP), DI
+	SHLQ         $0x03, DI
+	MOVL         $0x00000002, R8
+	KMOVW        R8, K1
+	MOVL         $0x00000004, R8
+	KMOVW        R8, K2
+	MOVL         $0x00000008, R8
+	KMOVW        R8, K3
+	VMOVDQU64    idxRed8<>+0(SB), Z0
+	VMOVDQU64    idxB8<>+0(SB), Z1
+	VPBROADCASTD c0Fx4<>+0(SB), Z2
+	MOVQ         $0x00000020, R8
+	CMPQ         DI, R8
+	CMOVQLT      DI, R8
+	SUBQ         $0x08, R8
+	LEAQ         scIdx<>+0(SB), R9
+	VMOVDQU64    (R9)(R8*8), Z3
+	VMOVDQU64    Z3, (SP)
+	SHRQ         $0x01, R8
+	LEAQ         scMaskLo<>+0(SB), R9
+	MOVL         (R9)(R8*1), R9
+	KMOVD        R9, K4
+	LEAQ         scMaskHi<>+0(SB), R9
+	MOVL         (R9)(R8*1), R9
+	KMOVD        R9, K5
+	MOVQ         $0x00000000, 96(SP)
+	MOVQ         codes+0(FP), R8
+	MOVQ         R8, 104(SP)
+
+q4_0RowsTallAVX512_tile:
+	MOVQ       scales+8(FP), R8
+	PREFETCHT0 (R8)
+	PREFETCHT0 64(R8)
+	PREFETCHT0 128(R8)
+	PREFETCHT0 192(R8)
+	PREFETCHT0 256(R8)
+	PREFETCHT0 320(R8)
+	PREFETCHT0 384(R8)
+	PREFETCHT0 448(R8)
+	MOVQ       codes+0(FP), R8
+	MOVQ       R8, 64(SP)
+	MOVQ       scales+8(FP), R8
+	MOVQ       R8, 72(SP)
+	MOVQ       rows+72(FP), R8
+	MOVQ       R8, 80(SP)
+	MOVQ       y+64(FP), R8
+	MOVQ       R8, 88(SP)
+	MOVQ       codes+0(FP), R9
+	MOVQ       104(SP), R8
+	CMPQ       R8, R9
+	CMOVQLT    R9, R8
+	ADDQ       $0x00004000, R9
+
+q4_0RowsTallAVX512_pf:
+	CMPQ       R8, R9
+	JAE        q4_0RowsTallAVX512_pfdone
+	PREFETCHT0 (R8)
+	ADDQ       $0x40, R8
+	JMP        q4_0RowsTallAVX512_pf
+
+q4_0RowsTallAVX512_pfdone:
+	MOVQ R9, 104(SP)
+	CMPQ DI, $0x20
+	JG   q4_0RowsTallAVX512_rows8
+
+q4_0RowsTallAVX512_rows8w:
+	CMPQ        80(SP), $0x08
+	JL          q4_0RowsTallAVX512_rows4
+	MOVQ        64(SP), R8
+	MOVQ        72(SP), R9
+	VMOVDQU16.Z (R9), K4, Z3
+	VMOVDQU16.Z 64(R9), K5, Z25
+	VMOVDQU64   (SP), Z26
+	XORQ        R9, R9
+	VMOVUPS     zero32<>+0(SB), Y13
+
+q4_0RowsTallAVX512_rows8w_pair:
+	MOVQ            104(SP), R10
+	PREFETCHT0      (R10)
+	PREFETCHT0      64(R10)
+	PREFETCHT0      128(R10)
+	PREFETCHT0      192(R10)
+	ADDQ            $0x00000100, R10
+	MOVQ            R10, 104(SP)
+	LEAQ            (R8)(AX*2), R10
+	LEAQ            (R8)(AX*4), R11
+	LEAQ            (R11)(AX*2), R12
+	VBROADCASTI64X4 (DX)(R9*8), Z27
+	VBROADCASTI64X4 32(DX)(R9*8), Z28
+	VMOVDQU64       (R8), Y4
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z4, Z4
+	VPSRLW          $0x04, Z4, Z29
+	VPANDD          Z2, Z4, Z4
+	VPANDD          Z2, Z29, Z29
+	VPXORD          Z5, Z5, Z5
+	VPDPBUSD        Z27, Z4, Z5
+	VPDPBUSD        Z28, Z29, Z5
+	VMOVDQU64       (R8)(AX*2), Y6
+	VINSERTI64X4    $0x01, (R10)(AX*1), Z6, Z6
+	VPSRLW          $0x04, Z6, Z29
+	VPANDD          Z2, Z6, Z6
+	VPANDD          Z2, Z29, Z29
+	VPXORD          Z7, Z7, Z7
+	VPDPBUSD        Z27, Z6, Z7
+	VPDPBUSD        Z28, Z29, Z7
+	VMOVDQU64       (R11), Y8
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z8, Z8
+	VPSRLW          $0x04, Z8, Z29
+	VPANDD          Z2, Z8, Z8
+	VPANDD          Z2, Z29, Z29
+	VPXORD          Z9, Z9, Z9
+	VPDPBUSD        Z27, Z8, Z9
+	VPDPBUSD        Z28, Z29, Z9
+	VMOVDQU64       (R11)(AX*2), Y10
+	VINSERTI64X4    $0x01, (R12)(AX*1), Z10, Z10
+	VPSRLW          $0x04, Z10, Z29
+	VPANDD          Z2, Z10, Z10
+	VPANDD          Z2, Z29, Z29
+	VPXORD          Z11, Z11, Z11
+	VPDPBUSD        Z27, Z10, Z11
+	VPDPBUSD        Z28, Z29, Z11
+	VPUNPCKLDQ      Z7, Z5, Z27
+	VPUNPCKHDQ      Z7, Z5, Z28
+	VPADDD          Z28, Z27, Z27
+	VPSHUFD         $0x4e, Z27, Z28
+	VPADDD          Z28, Z27, Z27
+	VPUNPCKLDQ      Z11, Z9, Z28
+	VPUNPCKHDQ      Z11, Z9, Z29
+	VPADDD          Z29, Z28, Z28
+	VPSHUFD         $0x4e, Z28, Z29
+	VPADDD          Z29, Z28, Z28
+	VPERMT2D        Z28, Z0, Z27
+	VMOVQ           (SI)(R9*1), X12
+	VPERMD          Z12, Z1, Z28
+	VPSLLD          $0x03, Z28, Z28
+	VPSUBD          Z28, Z27, Z27
+	VMOVDQU64       Z26, Z28
+	VPERMI2W        Z25, Z3, Z28
+	VPADDW          scTwo<>+0(SB), Z26, Z26
+	VCVTPH2PS       Y28, Z28
+	VCVTDQ2PS       Z27, Z27
+	VMOVQ           (BX)(R9*1), X12
+	VPERMD          Z12, Z1, Z29
+	VMULPS          Z29, Z28, Z28
+	VMULPS          Z28, Z27, Z27
+	VADDPS          Y27, Y13, Y13
+	VEXTRACTF64X4   $0x01, Z27, Y4
+	VADDPS          Y4, Y13, Y13
+	ADDQ            $0x20, R8
+	ADDQ            $0x08, R9
+	CMPQ            R9, DI
+	JL              q4_0RowsTallAVX512_rows8w_pair
+	MOVQ            88(SP), R8
+	CMPQ            96(SP), $0x00
+	JE              q4_0RowsTallAVX512_rows8w_store
+	VADDPS          (R8), Y13, Y13
+
+q4_0RowsTallAVX512_rows8w_store:
+	VMOVUPS    Y13, (R8)
+	ADDQ       $0x20, R8
+	MOVQ       R8, 88(SP)
+	MOVQ       64(SP), R8
+	LEAQ       (R8)(AX*8), R8
+	MOVQ       R8, 64(SP)
+	MOVQ       72(SP), R8
+	PREFETCHT0 512(R8)
+	PREFETCHT0 576(R8)
+	LEAQ       (R8)(CX*8), R8
+	MOVQ       R8, 72(SP)
+	SUBQ       $0x08, 80(SP)
+	JMP        q4_0RowsTallAVX512_rows8w
+
+q4_0RowsTallAVX512_rows8:
+	CMPQ    80(SP), $0x08
+	JL      q4_0RowsTallAVX512_rows4
+	MOVQ    64(SP), R8
+	MOVQ    72(SP), R9
+	XORQ    R10, R10
+	VMOVUPS zero32<>+0(SB), Y4
+
+q4_0RowsTallAVX512_rows8_pair:
+	MOVQ            104(SP), R11
+	PREFETCHT0      (R11)
+	PREFETCHT0      64(R11)
+	PREFETCHT0      128(R11)
+	PREFETCHT0      192(R11)
+	ADDQ            $0x00000100, R11
+	MOVQ            R11, 104(SP)
+	LEAQ            (R8)(AX*2), R11
+	LEAQ            (R8)(AX*4), R12
+	LEAQ            (R12)(AX*2), R13
+	VBROADCASTI64X4 (DX)(R10*8), Z3
+	VBROADCASTI64X4 32(DX)(R10*8), Z25
+	VMOVDQU64       (R8), Y13
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z13, Z13
+	VPSRLW          $0x04, Z13, Z26
+	VPANDD          Z2, Z13, Z13
+	VPANDD          Z2, Z26, Z26
+	VPXORD          Z14, Z14, Z14
+	VPDPBUSD        Z3, Z13, Z14
+	VPDPBUSD        Z25, Z26, Z14
+	VMOVDQU64       (R8)(AX*2), Y15
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z15, Z15
+	VPSRLW          $0x04, Z15, Z26
+	VPANDD          Z2, Z15, Z15
+	VPANDD          Z2, Z26, Z26
+	VPXORD          Z16, Z16, Z16
+	VPDPBUSD        Z3, Z15, Z16
+	VPDPBUSD        Z25, Z26, Z16
+	VMOVDQU64       (R12), Y17
+	VINSERTI64X4    $0x01, (R12)(AX*1), Z17, Z17
+	VPSRLW          $0x04, Z17, Z26
+	VPANDD          Z2, Z17, Z17
+	VPANDD          Z2, Z26, Z26
+	VPXORD          Z18, Z18, Z18
+	VPDPBUSD        Z3, Z17, Z18
+	VPDPBUSD        Z25, Z26, Z18
+	VMOVDQU64       (R12)(AX*2), Y19
+	VINSERTI64X4    $0x01, (R13)(AX*1), Z19, Z19
+	VPSRLW          $0x04, Z19, Z26
+	VPANDD          Z2, Z19, Z19
+	VPANDD          Z2, Z26, Z26
+	VPXORD          Z20, Z20, Z20
+	VPDPBUSD        Z3, Z19, Z20
+	VPDPBUSD        Z25, Z26, Z20
+	VPUNPCKLDQ      Z16, Z14, Z3
+	VPUNPCKHDQ      Z16, Z14, Z25
+	VPADDD          Z25, Z3, Z3
+	VPSHUFD         $0x4e, Z3, Z25
+	VPADDD          Z25, Z3, Z3
+	VPUNPCKLDQ      Z20, Z18, Z25
+	VPUNPCKHDQ      Z20, Z18, Z26
+	VPADDD          Z26, Z25, Z25
+	VPSHUFD         $0x4e, Z25, Z26
+	VPADDD          Z26, Z25, Z25
+	VPERMT2D        Z25, Z0, Z3
+	VMOVQ           (SI)(R10*1), X12
+	VPERMD          Z12, Z1, Z25
+	VPSLLD          $0x03, Z25, Z25
+	VPSUBD          Z25, Z3, Z3
+	LEAQ            (R9)(CX*4), R11
+	VMOVD           (R11), X6
+	VPBROADCASTD    (R11)(CX*1), K1, X6
+	VPBROADCASTD    (R11)(CX*2), K2, X6
+	LEAQ            (R11)(CX*2), R11
+	VPBROADCASTD    (R11)(CX*1), K3, X6
+	VMOVD           (R9), X12
+	VPBROADCASTD    (R9)(CX*1), K1, X12
+	VPBROADCASTD    (R9)(CX*2), K2, X12
+	LEAQ            (R9)(CX*2), R11
+	VPBROADCASTD    (R11)(CX*1), K3, X12
+	VINSERTI32X4    $0x01, X6, Y12, Y6
+	VCVTPH2PS       Y6, Z25
+	VMOVDQU64       idxST8<>+0(SB), Z26
+	VPERMPS         Z25, Z26, Z25
+	VCVTDQ2PS       Z3, Z3
+	VMOVQ           (BX)(R10*1), X12
+	VPERMD          Z12, Z1, Z26
+	VMULPS          Z26, Z25, Z25
+	VMULPS          Z25, Z3, Z3
+	VADDPS          Y3, Y4, Y4
+	VEXTRACTF64X4   $0x01, Z3, Y3
+	VADDPS          Y3, Y4, Y4
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x08, R10
+	CMPQ            R10, DI
+	JL              q4_0RowsTallAVX512_rows8_pair
+	MOVQ            88(SP), R8
+	CMPQ            96(SP), $0x00
+	JE              q4_0RowsTallAVX512_rows8_store
+	VADDPS          (R8), Y4, Y4
+
+q4_0RowsTallAVX512_rows8_store:
+	VMOVUPS    Y4, (R8)
+	ADDQ       $0x20, R8
+	MOVQ       R8, 88(SP)
+	MOVQ       64(SP), R8
+	LEAQ       (R8)(AX*8), R8
+	MOVQ       R8, 64(SP)
+	MOVQ       72(SP), R8
+	PREFETCHT0 512(R8)
+	PREFETCHT0 576(R8)
+	LEAQ       (R8)(CX*8), R8
+	MOVQ       R8, 72(SP)
+	SUBQ       $0x08, 80(SP)
+	JMP        q4_0RowsTallAVX512_rows8
+
+q4_0RowsTallAVX512_rows4:
+	CMPQ      80(SP), $0x04
+	JL        q4_0RowsTallAVX512_rowsdone
+	MOVQ      64(SP), R8
+	MOVQ      72(SP), R9
+	VMOVDQU64 idxRed<>+0(SB), Z3
+	VMOVDQU64 idx01<>+0(SB), Y4
+	VMOVDQU64 idxT<>+0(SB), Y6
+	XORQ      R10, R10
+	VMOVUPS   zero32<>+0(SB), X8
+
+q4_0RowsTallAVX512_rows4_pair:
+	MOVQ            104(SP), R11
+	PREFETCHT0      (R11)
+	PREFETCHT0      64(R11)
+	ADDQ            $0x00000080, R11
+	MOVQ            R11, 104(SP)
+	LEAQ            (R8)(AX*2), R11
+	VBROADCASTI64X4 (DX)(R10*8), Z25
+	VBROADCASTI64X4 32(DX)(R10*8), Z26
+	VMOVDQU64       (R8), Y21
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z21, Z21
+	VPSRLW          $0x04, Z21, Z27
+	VPANDD          Z2, Z21, Z21
+	VPANDD          Z2, Z27, Z27
+	VPXORD          Z22, Z22, Z22
+	VPDPBUSD        Z25, Z21, Z22
+	VPDPBUSD        Z26, Z27, Z22
+	VMOVDQU64       (R8)(AX*2), Y23
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z23, Z23
+	VPSRLW          $0x04, Z23, Z27
+	VPANDD          Z2, Z23, Z23
+	VPANDD          Z2, Z27, Z27
+	VPXORD          Z24, Z24, Z24
+	VPDPBUSD        Z25, Z23, Z24
+	VPDPBUSD        Z26, Z27, Z24
+	VPUNPCKLDQ      Z24, Z22, Z25
+	VPUNPCKHDQ      Z24, Z22, Z26
+	VPADDD          Z26, Z25, Z25
+	VPSHUFD         $0x4e, Z25, Z26
+	VPADDD          Z26, Z25, Z25
+	VPERMD          Z25, Z3, Z25
+	VMOVQ           (SI)(R10*1), X12
+	VPERMD          Y12, Y4, Y10
+	VPSLLD          $0x03, Y10, Y10
+	VPSUBD          Y10, Y25, Y25
+	VCVTDQ2PS       Y25, Y10
+	VMOVD           (R9), X12
+	VPBROADCASTD    (R9)(CX*1), K1, X12
+	VPBROADCASTD    (R9)(CX*2), K2, X12
+	LEAQ            (R9)(CX*2), R11
+	VPBROADCASTD    (R11)(CX*1), K3, X12
+	VCVTPH2PS       X12, Y13
+	VPERMPS         Y13, Y6, Y13
+	VMOVQ           (BX)(R10*1), X12
+	VPERMD          Y12, Y4, Y15
+	VMULPS          Y15, Y13, Y13
+	VMULPS          Y13, Y10, Y10
+	VADDPS          X10, X8, X8
+	VEXTRACTF128    $0x01, Y10, X10
+	VADDPS          X10, X8, X8
+	ADDQ            $0x20, R8
+	ADDQ            $0x04, R9
+	ADDQ            $0x08, R10
+	CMPQ            R10, DI
+	JL              q4_0RowsTallAVX512_rows4_pair
+	MOVQ            88(SP), R8
+	CMPQ            96(SP), $0x00
+	JE              q4_0RowsTallAVX512_rows4_store
+	VADDPS          (R8), X8, X8
+
+q4_0RowsTallAVX512_rows4_store:
+	VMOVUPS    X8, (R8)
+	ADDQ       $0x10, R8
+	MOVQ       R8, 88(SP)
+	MOVQ       64(SP), R8
+	LEAQ       (R8)(AX*4), R8
+	MOVQ       R8, 64(SP)
+	MOVQ       72(SP), R8
+	PREFETCHT0 512(R8)
+	LEAQ       (R8)(CX*4), R8
+	MOVQ       R8, 72(SP)
+	SUBQ       $0x04, 80(SP)
+	JMP        q4_0RowsTallAVX512_rows4
+
+q4_0RowsTallAVX512_rowsdone:
+	MOVQ codes+0(FP), R8
+	ADDQ tstride+88(FP), R8
+	MOVQ R8, codes+0(FP)
+	MOVQ scales+8(FP), R8
+	ADDQ tstride+88(FP), R8
+	MOVQ R8, scales+8(FP)
+	LEAQ (DX)(DI*8), DX
+	ADDQ DI, BX
+	ADDQ DI, SI
+	MOVQ $0x00000001, 96(SP)
+	DECQ tiles+80(FP)
+	JNZ  q4_0RowsTallAVX512_tile
+	VZEROUPPER
+	RET
+
 // func q5_0RowsAVX512(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, CMOV, F16C, MMX+
 TEXT ·q5_0RowsAVX512(SB), NOSPLIT, $56-112

@@ -82,7 +82,7 @@ func simSet(tb testing.TB, name, suffix string, base *kernels) *kernels {
 	var reported atomic.Bool
 	for i := 0; i < sv.NumField(); i++ {
 		field := sv.Type().Field(i)
-		if field.Type.Kind() != reflect.Func {
+		if field.Type.Kind() != reflect.Func || sv.Field(i).IsNil() {
 			continue
 		}
 		sym := pkg + "." + field.Name + suffix + ".abi0"
@@ -127,6 +127,11 @@ func simSet(tb testing.TB, name, suffix string, base *kernels) *kernels {
 		tb.Skipf("x86sim: this binary has no *%s assembly kernels (a build without assembly, such as -tags noasm): the simulated set %q is not tested", suffix, name)
 	}
 	tb.Logf("simulated set %q: %s under x86sim; %s native, as set %q has them", name, strings.Join(simulated, ", "), orNone(kept), base.name)
+	if base.tall != nil {
+		// The tall set's kernels of this level are named field + "Tall" +
+		// suffix (q4_0RowsTallAVX512); the rest it borrows run natively.
+		set.tall = simSet(tb, name+"-tall", "Tall"+suffix, base.tall)
+	}
 	return &set
 }
 

@@ -107,7 +107,7 @@ var avx512Kernels = &kernels{
 	name:     "avx512",
 	q4_0Rows: q4_0RowsAVX512, q5_0Rows: q5_0RowsAVX512, q8_0Rows: q8_0RowsAVX512,
 	q4_KRows: q4_KRowsAVX512, q5_KRows: q5_KRowsAVX512, q6_KRows: q6_KRowsAVX512,
-	tall:      avx2Kernels,
+	tall:      avx512TallKernels,
 	quantQ8_0: quantQ8_0AVX2, quantQ8_K: quantQ8_KAVX2, permute64: permute64AVX2,
 	dotsF16: dotsF16AVX512, axpysF16: axpysF16AVX512,
 	gemmI8: gemmI8AVX512, gemmPackQ4_0: gemmPackQ4_0AVX512, gemmPackQ8_0: gemmPackQ8_0AVX512,
@@ -116,24 +116,39 @@ var avx512Kernels = &kernels{
 	gemmScalesQ4K: gemmScalesQ4KAVX512, gemmScalesQ6K: gemmScalesQ6KAVX512,
 }
 
+// avx512TallKernels are the AVX-512 set's rows kernels for Q4_0 and Q8_0
+// on column groups of tallRows rows or more (only those two are taken
+// from it: rowsFor).
+var avx512TallKernels = &kernels{name: "avx512-tall", q4_0Rows: q4_0RowsTallAVX512, q8_0Rows: q8_0RowsAVX2}
+
 // tallRows is the height of a column group from which the AVX-512 set
-// multiplies Q4_0 and Q8_0 weights with one token by the AVX2 rows kernels
-// (kernels.tall): decoding read them from memory faster there, and
-// slower on shorter groups. On this project's AVX-512 VM (AMD EPYC, CPU
-// family 26: Zen 5, 2 threads), decoding token by token with the two
-// choices alternated per token in one process (300-600 tokens after a
-// 128-token prompt, three runs each, at 20:20 and 21:00 UTC), the AVX2
-// kernels on groups of 256 rows or more against the AVX-512 ones everywhere
-// took 2.8-6.6% less time a token for the 0.5B shape in Q4_0 (groups of
-// 1,216 rows: gate_up; 4,000: the output) and 3-4.5% in Q8_0, 14-17% for
-// the Llama-3.2-1B shape in Q4_0 (groups of 256 to 2,048 rows) and 10-13%
-// in Q8_0, 11-16% for the Qwen2.5-1.5B shape in Q4_0; on the 0.5B shape's
-// groups of 112 and 144 rows the AVX2 kernels lost 6-7%, and a threshold
-// of 128 rows instead of 256 lost 1-2% there and changed nothing on the
-// 1.5B shape's groups of 192. Q5_0 and the K-quants keep their AVX-512
-// kernels on every group (they lost 6-9% and 0-3% with the AVX2 ones on
-// tall groups). Why the AVX-512 kernels fall behind on tall groups is not
-// known. Every kernel gives the same bits.
+// multiplies Q4_0 and Q8_0 weights with one token by its tall set
+// (kernels.tall): Q4_0 by q4_0RowsTallAVX512, which prefetches the
+// scales as well as the codes, and Q8_0 by the AVX2 kernel.
+//
+// On a short group the codes' prefetches of the AVX-512 rows kernels run
+// through the next K-tile's scales before they are read; on a tall one
+// they do not, and those kernels read from memory no faster than the AVX2
+// ones (which prefetch their scales), though from the caches they are
+// twice as fast (0.5B gate_up shape from L2: 53 against 28 GB/s on one
+// thread). Why was found only after the AVX2 kernels had been taken
+// there (on the project's AVX-512 VM, AMD EPYC, CPU family 26: Zen 5,
+// 2 threads, they had beaten the AVX-512 ones by 3-7% on the 0.5B shape
+// and 10-17% on the Llama-3.2-1B and Qwen2.5-1.5B shapes, and lost 6-7%
+// on the 0.5B shape's groups of 112 and 144 rows). Decoding token by token
+// with the choices alternated per token in one process (400 tokens after a
+// 128-token prompt, three runs each, 2026-12-05 00:50 UTC): the tall
+// Q4_0 kernel against the AVX2 one on the 0.5B shape in Q4_0 (gate_up,
+// 1,216 rows a group; the output, 4,000) took 3.9-4.8% less time a token,
+// on the Llama-3.2-1B shape in Q4_0 (groups of 256 to 2,048 rows)
+// 2.4-6.4% less; with the scale prefetches 256, 1,024 or 2,048 bytes
+// ahead instead of 512 (planeAhead), 0.4-1.5% more time (256),
+// 1.4-2.2% (1,024) and more again (2,048); the prefetching kernel on short
+// groups too cost 0.7-1.3%. For Q8_0 the AVX-512 kernel with the same
+// prefetches and the AVX2 one were level (0.995-1.001). Q5_0 and the
+// K-quants keep their AVX-512 kernels on every group (the K-quant kernels
+// prefetch their small planes; they lost 6-9% and 0-3% with the AVX2 ones
+// on tall groups). Every kernel gives the same bits.
 const tallRows = 256
 
 // rowsFor is the set whose rows kernels multiply g with one token: k, or

@@ -390,16 +390,25 @@ func TestSIMDAllF16Scales(t *testing.T) {
 					}
 				}
 			}
+			// The groups are tall (kernels.rowsFor): a set with a tall set
+			// runs again without it, its own kernels on these groups.
+			sets := []*kernels{ks}
+			if ks.tall != nil {
+				own := *ks
+				own.name, own.tall = ks.name+" (no tall set)", nil
+				sets = append(sets, &own)
+			}
 			for _, b := range []int{1, 5} {
 				x := randomX(rng, b*g.K)
-				var ys [2][]float32
-				for k, set := range []*kernels{nil, ks} {
-					ys[k] = make([]float32, b*g.N)
-					withKernels(set, func() { MatMat(m, x, ys[k], b, nil) })
-				}
-				for i := range ys[0] {
-					if !sameBits(ys[0][i], ys[1][i]) {
-						t.Fatalf("%s B%d: row %d (scale %#04x) token %d: go %v, %s %v", typ, b, i%g.N, i%g.N, i/g.N, ys[0][i], ks.name, ys[1][i])
+				want := make([]float32, b*g.N)
+				withKernels(nil, func() { MatMat(m, x, want, b, nil) })
+				for _, set := range sets {
+					y := make([]float32, b*g.N)
+					withKernels(set, func() { MatMat(m, x, y, b, nil) })
+					for i := range want {
+						if !sameBits(want[i], y[i]) {
+							t.Fatalf("%s B%d: row %d (scale %#04x) token %d: go %v, %s %v", typ, b, i%g.N, i%g.N, i/g.N, want[i], set.name, y[i])
+						}
 					}
 				}
 			}
@@ -629,9 +638,9 @@ func TestSetLevel(t *testing.T) {
 }
 
 // TestTallGroupsKernels checks the choice of rows kernels by group height:
-// the AVX-512 set's Q4_0 and Q8_0 products take the AVX2 kernels on groups
-// of tallRows rows or more and its own below, its Q5_0 ones its own on
-// both; the AVX2 set its own on all.
+// on groups of tallRows rows or more the AVX-512 set's Q4_0 products take
+// its tall kernel and its Q8_0 ones the AVX2 kernel, below that its own;
+// its Q5_0 ones its own on both; the AVX2 set its own on all.
 func TestTallGroupsKernels(t *testing.T) {
 	same := func(a, b any) bool { return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer() }
 	for _, c := range []struct {
@@ -640,7 +649,7 @@ func TestTallGroupsKernels(t *testing.T) {
 		q4, q8, q5 any
 	}{
 		{8 * (tallRows - 1), avx512Kernels, q4_0RowsAVX512, q8_0RowsAVX512, q5_0RowsAVX512},
-		{8 * tallRows, avx512Kernels, q4_0RowsAVX2, q8_0RowsAVX2, q5_0RowsAVX512},
+		{8 * tallRows, avx512Kernels, q4_0RowsTallAVX512, q8_0RowsAVX2, q5_0RowsAVX512},
 		{8 * tallRows, avx2Kernels, q4_0RowsAVX2, q8_0RowsAVX2, q5_0RowsAVX2},
 		{8 * (tallRows - 1), avx2Kernels, q4_0RowsAVX2, q8_0RowsAVX2, q5_0RowsAVX2},
 	} {

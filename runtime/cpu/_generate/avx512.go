@@ -32,6 +32,9 @@ func avx512() {
 	constants512()
 	rowsQ8x512("q8_0RowsAVX512")
 	rowsQ4x512("q4_0RowsAVX512", false)
+	// Q4_0 on tall column groups (the runtime's tallRows): the same
+	// kernel prefetching the scales too (rows32x512).
+	rows32x512("q4_0RowsTallAVX512", false, false, planeAhead)
 	rowsQ4x512("q5_0RowsAVX512", true)
 	rowsQ4Kx512("q4_KRowsAVX512", false)
 	rowsQ4Kx512("q5_KRowsAVX512", true)
@@ -270,11 +273,11 @@ func finish4(r VecVirtual, psc, ss Register, dx Mem, c consts512, acc VecVirtual
 }
 
 // rowsQ8x512 writes the Q8_0 rows kernel (the arguments of rowsQ8): rows32x512.
-func rowsQ8x512(name string) { rows32x512(name, true, false) }
+func rowsQ8x512(name string) { rows32x512(name, true, false, 0) }
 
 // rowsQ4x512 writes the Q4_0 (q5: Q5_0) rows kernel (the arguments of
 // rowsQ4): rows32x512.
-func rowsQ4x512(name string, q5 bool) { rows32x512(name, false, q5) }
+func rowsQ4x512(name string, q5 bool) { rows32x512(name, false, q5, 0) }
 
 // rows32x512 writes the Q8_0 (q8), Q4_0 or Q5_0 (q5) rows kernel, a pair of
 // 32-blocks at a time: Q4_0 and Q5_0 eight rows per step while eight
@@ -292,7 +295,19 @@ func rowsQ4x512(name string, q5 bool) { rows32x512(name, false, q5) }
 // r_k+1 B] (partial dwords by 128-bit lane), which the reduction turns
 // into one dword per row and block; then the float part of the AVX2
 // kernel, one lane per row and block.
-func rows32x512(name string, q8, q5 bool) {
+//
+// The codes are prefetched ahead of the rows read (beginTilesAhead); with
+// small > 0 the other planes (scales, high bits) are too, small bytes
+// ahead, one line per four rows. A column group of a hundred or so rows
+// needs no more: a K-tile's planes are a few KiB, and the codes'
+// prefetches run through the next tile's scales before they are read.
+// On a group of a thousand rows they do not, and a scale line that the
+// hardware's prefetcher has not brought holds the step up: on the 0.5B
+// shape's gate_up (1,216 rows a group) this kernel read from memory no
+// faster than the AVX2 one, which prefetches its scales (nextRowsN).
+// On short groups the extra prefetches cost about 1% (decode token by
+// token, alternated in one process, Zen 5 VM).
+func rows32x512(name string, q8, q5 bool, small int) {
 	switch {
 	case q8:
 		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int)")
@@ -582,8 +597,11 @@ func rows32x512(name string, q8, q5 bool) {
 		store(lbl, acc, y, tv.add)
 		ADDQ(U8(4*n), y)
 		MOVQ(y, tv.y)
-		for _, p := range tv.planes {
+		for i, p := range tv.planes {
 			r := tv.load(p)
+			for o := 0; small > 0 && i > 0 && o < n/4; o++ {
+				PREFETCHT0(Mem{Base: r, Disp: small + 64*o})
+			}
 			LEAQ(Mem{Base: r, Index: strides[p], Scale: uint8(n)}, r)
 			MOVQ(r, tv.local[p])
 		}
