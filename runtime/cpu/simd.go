@@ -124,7 +124,8 @@ var avx512TallKernels = &kernels{name: "avx512-tall", q4_0Rows: q4_0RowsTallAVX5
 // tallRows is the height of a column group from which the AVX-512 set
 // multiplies Q4_0 and Q8_0 weights with one token by its tall set
 // (kernels.tall): Q4_0 by q4_0RowsTallAVX512, which prefetches the
-// scales as well as the codes, and Q8_0 by the AVX2 kernel.
+// scales as well as the codes, and the codes into L2 further ahead
+// (_generate's tallL2Ahead), and Q8_0 by the AVX2 kernel.
 //
 // On a short group the codes' prefetches of the AVX-512 rows kernels run
 // through the next K-tile's scales before they are read; on a tall one

@@ -27,14 +27,29 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
+// tallL2Ahead is how far past its prefetches into L1 the tall Q4_0 kernel
+// prefetches the codes into L2 (PREFETCHT1), so 48 KiB ahead of the rows
+// it reads in all. Decoding token by token, alternated in one process
+// with the kernel without them (Zen 5 VM, 2026-12-05 01:48-01:52 UTC, nine
+// runs of 200-400 tokens in both orders): the Llama-3.2-1B shape in Q4_0
+// took 0-7.3% less time a token (median 3.7%), the 0.5B shape -2.6 to
+// +3.9% (median +1%: level within the harness's noise); 64 KiB on instead
+// took 0.5-3.5% less on the 1B. The same prefetches in every AVX-512 rows
+// kernel cost 5-8% on the 0.5B shape in Q4_0, Q8_0 and the Q4_K_M mix
+// (not analysed; on its short column groups 48 KiB is several groups on).
+const tallL2Ahead = 32 << 10
+
 // avx512 writes the AVX-512 kernels.
 func avx512() {
 	constants512()
 	rowsQ8x512("q8_0RowsAVX512")
 	rowsQ4x512("q4_0RowsAVX512", false)
 	// Q4_0 on tall column groups (the runtime's tallRows): the same
-	// kernel prefetching the scales too (rows32x512).
+	// kernel prefetching the scales too (rows32x512), and the codes into
+	// L2 a further l2Ahead bytes on (tileVars.far).
+	l2Ahead = tallL2Ahead
 	rows32x512("q4_0RowsTallAVX512", false, false, planeAhead)
+	l2Ahead = 0
 	rowsQ4x512("q5_0RowsAVX512", true)
 	rowsQ4Kx512("q4_KRowsAVX512", false)
 	rowsQ4Kx512("q5_KRowsAVX512", true)

@@ -338,6 +338,7 @@ type tileVars struct {
 	y      Mem
 	add    Mem
 	pf     Mem // the prefetch pointer: ahead bytes ahead in the codes
+	far    int // with far > 0, the codes are prefetched into L2 far bytes past pf too
 }
 
 // beginTiles allocates the variables and opens the K-tile loop; the rows
@@ -357,7 +358,7 @@ func beginTiles(name string, planes ...string) *tileVars {
 // (the small planes' bytes, ahead further on), not the whole ahead bytes
 // again. The first tile's start prefetches its first ahead bytes.
 func beginTilesAhead(name string, ahead int, planes ...string) *tileVars {
-	v := &tileVars{planes: planes, local: map[string]Mem{}}
+	v := &tileVars{planes: planes, local: map[string]Mem{}, far: l2Ahead}
 	for _, p := range planes {
 		v.local[p] = AllocLocal(8)
 	}
@@ -410,9 +411,15 @@ func (v *tileVars) prefetch(n int) {
 	for o := 0; o < n; o += 64 {
 		PREFETCHT0(Mem{Base: r, Disp: o})
 	}
+	for o := 0; v.far > 0 && o < n; o += 64 {
+		PREFETCHT1(Mem{Base: r, Disp: v.far + o})
+	}
 	ADDQ(U32(n), r)
 	MOVQ(r, v.pf)
 }
+
+// l2Ahead is tileVars.far for the rows kernels being written (0: none).
+var l2Ahead int
 
 // load returns the current tile's pointer of plane p.
 func (v *tileVars) load(p string) Register {
