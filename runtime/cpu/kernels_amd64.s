@@ -4319,6 +4319,166 @@ q4_0RowsTallAVX512_rowsdone:
 	VZEROUPPER
 	RET
 
+// func q8_0RowsTallAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, np int, y *float32, rows int, tiles int, tstride int)
+// Requires: AVX, AVX2, AVX512F, AVX512VL, AVX512_VNNI, CMOV, F16C, MMX+
+TEXT ·q8_0RowsTallAVX512(SB), NOSPLIT, $48-88
+	MOVQ         cstride+16(FP), AX
+	MOVQ         sstride+24(FP), CX
+	MOVQ         a+32(FP), DX
+	MOVQ         d+40(FP), BX
+	MOVQ         np+48(FP), SI
+	SHLQ         $0x03, SI
+	MOVL         $0x00000002, DI
+	KMOVW        DI, K1
+	MOVL         $0x00000004, DI
+	KMOVW        DI, K2
+	MOVL         $0x00000008, DI
+	KMOVW        DI, K3
+	VPBROADCASTD c80x4<>+0(SB), Z0
+	VPXORD       Z1, Z1, Z1
+	MOVQ         $0x00000000, 32(SP)
+	MOVQ         codes+0(FP), DI
+	MOVQ         DI, 40(SP)
+
+q8_0RowsTallAVX512_tile:
+	MOVQ       scales+8(FP), DI
+	PREFETCHT0 (DI)
+	PREFETCHT0 64(DI)
+	PREFETCHT0 128(DI)
+	PREFETCHT0 192(DI)
+	PREFETCHT0 256(DI)
+	PREFETCHT0 320(DI)
+	PREFETCHT0 384(DI)
+	PREFETCHT0 448(DI)
+	MOVQ       codes+0(FP), DI
+	MOVQ       DI, (SP)
+	MOVQ       scales+8(FP), DI
+	MOVQ       DI, 8(SP)
+	MOVQ       rows+64(FP), DI
+	MOVQ       DI, 16(SP)
+	MOVQ       y+56(FP), DI
+	MOVQ       DI, 24(SP)
+	MOVQ       codes+0(FP), R8
+	MOVQ       40(SP), DI
+	CMPQ       DI, R8
+	CMOVQLT    R8, DI
+	ADDQ       $0x00004000, R8
+
+q8_0RowsTallAVX512_pf:
+	CMPQ       DI, R8
+	JAE        q8_0RowsTallAVX512_pfdone
+	PREFETCHT0 (DI)
+	ADDQ       $0x40, DI
+	JMP        q8_0RowsTallAVX512_pf
+
+q8_0RowsTallAVX512_pfdone:
+	MOVQ R8, 40(SP)
+
+q8_0RowsTallAVX512_rows4:
+	CMPQ      16(SP), $0x04
+	JL        q8_0RowsTallAVX512_rowsdone
+	MOVQ      (SP), DI
+	MOVQ      8(SP), R8
+	VMOVDQU64 idxRed<>+0(SB), Z2
+	VMOVDQU64 idx01<>+0(SB), Y3
+	VMOVDQU64 idxT<>+0(SB), Y4
+	XORQ      R9, R9
+	VMOVUPS   zero32<>+0(SB), X5
+
+q8_0RowsTallAVX512_rows4_pair:
+	MOVQ         40(SP), R10
+	PREFETCHT0   (R10)
+	PREFETCHT0   64(R10)
+	PREFETCHT0   128(R10)
+	PREFETCHT0   192(R10)
+	PREFETCHT1   32768(R10)
+	PREFETCHT1   32832(R10)
+	PREFETCHT1   32896(R10)
+	PREFETCHT1   32960(R10)
+	ADDQ         $0x00000100, R10
+	MOVQ         R10, 40(SP)
+	LEAQ         (DI)(AX*2), R10
+	VMOVDQU64    (DX)(R9*8), Z6
+	VPXORD       Z7, Z7, Z7
+	VPDPBUSD     Z6, Z0, Z7
+	VPSUBD       Z7, Z1, Z8
+	VPXORD       (DI), Z0, Z9
+	VPDPBUSD     Z6, Z9, Z8
+	VPSUBD       Z7, Z1, Z9
+	VPXORD       (DI)(AX*1), Z0, Z11
+	VPDPBUSD     Z6, Z11, Z9
+	VPSUBD       Z7, Z1, Z11
+	VPXORD       (DI)(AX*2), Z0, Z12
+	VPDPBUSD     Z6, Z12, Z11
+	VPSUBD       Z7, Z1, Z12
+	VPXORD       (R10)(AX*1), Z0, Z13
+	VPDPBUSD     Z6, Z13, Z12
+	VSHUFI64X2   $0x88, Z9, Z8, Z6
+	VSHUFI64X2   $0xdd, Z9, Z8, Z8
+	VPADDD       Z8, Z6, Z6
+	VSHUFI64X2   $0x88, Z12, Z11, Z8
+	VSHUFI64X2   $0xdd, Z12, Z11, Z9
+	VPADDD       Z9, Z8, Z8
+	VPUNPCKLDQ   Z8, Z6, Z9
+	VPUNPCKHDQ   Z8, Z6, Z6
+	VPADDD       Z6, Z9, Z9
+	VPSHUFD      $0x4e, Z9, Z6
+	VPADDD       Z6, Z9, Z9
+	VPERMD       Z9, Z2, Z9
+	VCVTDQ2PS    Y9, Y6
+	VMOVD        (R8), X8
+	VPBROADCASTD (R8)(CX*1), K1, X8
+	VPBROADCASTD (R8)(CX*2), K2, X8
+	LEAQ         (R8)(CX*2), R10
+	VPBROADCASTD (R10)(CX*1), K3, X8
+	VCVTPH2PS    X8, Y8
+	VPERMPS      Y8, Y4, Y8
+	VMOVQ        (BX)(R9*1), X10
+	VPERMD       Y10, Y3, Y9
+	VMULPS       Y9, Y8, Y8
+	VMULPS       Y8, Y6, Y6
+	VADDPS       X6, X5, X5
+	VEXTRACTF128 $0x01, Y6, X6
+	VADDPS       X6, X5, X5
+	ADDQ         $0x40, DI
+	ADDQ         $0x04, R8
+	ADDQ         $0x08, R9
+	CMPQ         R9, SI
+	JL           q8_0RowsTallAVX512_rows4_pair
+	MOVQ         24(SP), DI
+	CMPQ         32(SP), $0x00
+	JE           q8_0RowsTallAVX512_rows4_store
+	VADDPS       (DI), X5, X5
+
+q8_0RowsTallAVX512_rows4_store:
+	VMOVUPS    X5, (DI)
+	ADDQ       $0x10, DI
+	MOVQ       DI, 24(SP)
+	MOVQ       (SP), DI
+	LEAQ       (DI)(AX*4), DI
+	MOVQ       DI, (SP)
+	MOVQ       8(SP), DI
+	PREFETCHT0 512(DI)
+	LEAQ       (DI)(CX*4), DI
+	MOVQ       DI, 8(SP)
+	SUBQ       $0x04, 16(SP)
+	JMP        q8_0RowsTallAVX512_rows4
+
+q8_0RowsTallAVX512_rowsdone:
+	MOVQ codes+0(FP), DI
+	ADDQ tstride+80(FP), DI
+	MOVQ DI, codes+0(FP)
+	MOVQ scales+8(FP), DI
+	ADDQ tstride+80(FP), DI
+	MOVQ DI, scales+8(FP)
+	LEAQ (DX)(SI*8), DX
+	ADDQ SI, BX
+	MOVQ $0x00000001, 32(SP)
+	DECQ tiles+72(FP)
+	JNZ  q8_0RowsTallAVX512_tile
+	VZEROUPPER
+	RET
+
 // func q5_0RowsAVX512(codes *byte, high *byte, scales *byte, cstride int, hstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, CMOV, F16C, MMX+
 TEXT ·q5_0RowsAVX512(SB), NOSPLIT, $56-112
