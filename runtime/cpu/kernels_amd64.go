@@ -154,20 +154,6 @@ func q4_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8
 //go:noescape
 func q4_0RowsTallAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
 
-// q8_0RowsTallAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
-// tiles tstride bytes apart in every plane, with one token, four rows at a
-// time, with exactly the arithmetic of the scalar kernel:
-//
-//	for t := range tiles {
-//		for i := range rows {
-//			v := dotQ8_0(codes, scales of row i, tile t; the token's codes and scales of tile t)
-//			if t == 0 { y[i] = v } else { y[i] += v }
-//		}
-//	}
-//
-//go:noescape
-func q8_0RowsTallAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, np int, y *float32, rows int, tiles int, tstride int)
-
 // q5_0RowsAVX512 multiplies rows rows (a multiple of 4) of tiles K-tiles, the
 // tiles tstride bytes apart in every plane, with one token, four rows at a
 // time, with exactly the arithmetic of the scalar kernel:

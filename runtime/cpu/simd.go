@@ -119,13 +119,13 @@ var avx512Kernels = &kernels{
 // avx512TallKernels are the AVX-512 set's rows kernels for Q4_0 and Q8_0
 // on column groups of tallRows rows or more (only those two are taken
 // from it: rowsFor).
-var avx512TallKernels = &kernels{name: "avx512-tall", q4_0Rows: q4_0RowsTallAVX512, q8_0Rows: q8_0RowsTallAVX512}
+var avx512TallKernels = &kernels{name: "avx512-tall", q4_0Rows: q4_0RowsTallAVX512, q8_0Rows: q8_0RowsAVX2}
 
 // tallRows is the height of a column group from which the AVX-512 set
 // multiplies Q4_0 and Q8_0 weights with one token by its tall set
-// (kernels.tall): q4_0RowsTallAVX512 and q8_0RowsTallAVX512, which
-// prefetch the scales as well as the codes, and the codes into L2 further
-// ahead (_generate's tallL2Ahead).
+// (kernels.tall): Q4_0 by q4_0RowsTallAVX512, which prefetches the
+// scales as well as the codes, and the codes into L2 further ahead
+// (_generate's tallL2Ahead), and Q8_0 by the AVX2 kernel.
 //
 // On a short group the codes' prefetches of the AVX-512 rows kernels run
 // through the next K-tile's scales before they are read; on a tall one
@@ -145,11 +145,13 @@ var avx512TallKernels = &kernels{name: "avx512-tall", q4_0Rows: q4_0RowsTallAVX5
 // 2.4-6.4% less; with the scale prefetches 256, 1,024 or 2,048 bytes
 // ahead instead of 512 (planeAhead), 0.4-1.5% more time (256),
 // 1.4-2.2% (1,024) and more again (2,048); the prefetching kernel on short
-// groups too cost 0.7-1.3%. For Q8_0 the AVX-512 kernel with the scale
-// prefetches and the AVX2 one were level (0.995-1.001); with the
-// prefetches into L2 as well it took 0.7-1.7% less time a token on the
-// 0.5B shape in Q8_0 (groups of 1,216 and 4,000 rows; six runs, both
-// orders, 01:54 UTC), without the scale prefetches 0.2-2.6% more. Q5_0 and the
+// groups too cost 0.7-1.3%. For Q8_0 the AVX-512 kernel with the same
+// prefetches and the AVX2 one were level (0.995-1.001); with the L2
+// prefetches as well (983ad34, reverted) it was 0.7-1.7% faster token by
+// token, but `xdnarun bench -p 128 -n 64 -r 1`, alternated six times with
+// the build before it, decoded 10.8% slower (0.5B Q8_0, 02:11 UTC): the
+// token-by-token alternation is not to be trusted alone for prefetch
+// changes, whose effects outlast the token. Q5_0 and the
 // K-quants keep their AVX-512 kernels on every group (the K-quant kernels
 // prefetch their small planes; they lost 6-9% and 0-3% with the AVX2 ones
 // on tall groups). Every kernel gives the same bits.

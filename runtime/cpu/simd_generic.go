@@ -50,10 +50,6 @@ func q4_0RowsTallAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *f
 	noAsm()
 }
 
-func q8_0RowsTallAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int) {
-	noAsm()
-}
-
 func q8_0RowsAVX512(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int) {
 	noAsm()
 }

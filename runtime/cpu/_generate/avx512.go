@@ -44,12 +44,11 @@ func avx512() {
 	constants512()
 	rowsQ8x512("q8_0RowsAVX512")
 	rowsQ4x512("q4_0RowsAVX512", false)
-	// Q4_0 and Q8_0 on tall column groups (the runtime's tallRows): the
-	// same kernels prefetching the scales too (rows32x512), and the codes
-	// into L2 a further l2Ahead bytes on (tileVars.far).
+	// Q4_0 on tall column groups (the runtime's tallRows): the same
+	// kernel prefetching the scales too (rows32x512), and the codes into
+	// L2 a further l2Ahead bytes on (tileVars.far).
 	l2Ahead = tallL2Ahead
 	rows32x512("q4_0RowsTallAVX512", false, false, planeAhead)
-	rows32x512("q8_0RowsTallAVX512", true, false, planeAhead)
 	l2Ahead = 0
 	rowsQ4x512("q5_0RowsAVX512", true)
 	rowsQ4Kx512("q4_KRowsAVX512", false)
