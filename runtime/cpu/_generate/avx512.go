@@ -34,7 +34,9 @@ import (
 // runs of 200-400 tokens in both orders): the Llama-3.2-1B shape in Q4_0
 // took 0-7.3% less time a token (median 3.7%), the 0.5B shape -2.6 to
 // +3.9% (median +1%: level within the harness's noise); 64 KiB on instead
-// took 0.5-3.5% less on the 1B. The same prefetches in every AVX-512 rows
+// took 0.5-3.5% less on the 1B. Whole `xdnarun bench -p 128 -n 64 -r 1`
+// runs alternated with the build without them (02:12 UTC, the stream read
+// at 37-40 GB/s): 0.5B 1.022x, 1B 1.000x. The same prefetches in every AVX-512 rows
 // kernel cost 5-8% on the 0.5B shape in Q4_0, Q8_0 and the Q4_K_M mix
 // (not analysed; on its short column groups 48 KiB is several groups on).
 const tallL2Ahead = 32 << 10
@@ -46,7 +48,7 @@ func avx512() {
 	rowsQ4x512("q4_0RowsAVX512", false)
 	// Q4_0 on tall column groups (the runtime's tallRows): the same
 	// kernel prefetching the scales too (rows32x512), and the codes into
-	// L2 a further l2Ahead bytes on (tileVars.far).
+	// L2 a further tallL2Ahead bytes on (tileVars.far).
 	l2Ahead = tallL2Ahead
 	rows32x512("q4_0RowsTallAVX512", false, false, planeAhead)
 	l2Ahead = 0
