@@ -1,5 +1,5 @@
 // Package avoutil holds what the avo generators of package cpu (this
-// folder's main, gemm and vec) share.
+// folder's main and gemm) share.
 package avoutil
 
 import (

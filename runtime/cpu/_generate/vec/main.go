@@ -74,10 +74,13 @@ var (
 )
 
 // splat declares a table of 8 copies of the 32-bit word w.
-func splat(name string, w uint32) Mem {
+func splat(name string, w uint32) Mem { return words(name, w) }
+
+// words declares a table of 8 32-bit words, w repeated (len(w) divides 8).
+func words(name string, w ...uint32) Mem {
 	m := GLOBL(name, RODATA|NOPTR)
 	for i := 0; i < 8; i++ {
-		DATA(4*i, U32(w))
+		DATA(4*i, U32(w[i%len(w)]))
 	}
 	return m
 }
@@ -96,11 +99,7 @@ func constants() {
 	vSign = splat("vecSign", 0x80000000)
 	vQNaN = splat("vecQNaN", 0x7fc00000)
 	vNegInf = splat("vecNegInf", 0xff800000)
-	vSignEven = GLOBL("vecSignEven", RODATA|NOPTR)
-	for i := 0; i < 8; i += 2 {
-		DATA(4*i, U32(0x80000000))
-		DATA(4*i+4, U32(0))
-	}
+	vSignEven = words("vecSignEven", 0x80000000, 0)
 	v126 = f("vec126", 126)
 	v192 = f("vec192", 192)
 	vG = splat("vecExpG", 0x82000000)
@@ -578,11 +577,11 @@ func siluMul() {
 	RET()
 }
 
-// ropeNorm writes ropeNormAVX2: the rotation of rotate (ops.go of the
-// engine, now ropeNormGo) on the interleaved pairs (x[2i], x[2i+1]) with
-// (cs[2i], cs[2i+1]) = (cos, sin), four pairs a step: fma(x0, c, -(x1*s))
-// and fma(x1, c, x0*s), each product x*s rounded first and each fma
-// rounded once (VFMADD, as Fmaf), as gcc compiles ggml's rotate_pairs.
+// ropeNorm writes ropeNormAVX2: ropeNormGo's rotation of the interleaved
+// pairs (x[2i], x[2i+1]) with (cs[2i], cs[2i+1]) = (cos, sin), four pairs a
+// step: fma(x0, c, -(x1*s)) and fma(x1, c, x0*s), each product x*s rounded
+// first and each fma rounded once (VFMADD, as Fmaf), as gcc compiles ggml's
+// rotate_pairs.
 func ropeNorm() {
 	TEXT("ropeNormAVX2", NOSPLIT, "func(x, cs *float32, n int)")
 	Pragma("noescape")
