@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"time"
+	"unsafe"
 
 	"github.com/spf13/cobra"
 
@@ -78,10 +79,13 @@ type benchOptions struct {
 }
 
 type benchResult struct {
-	Model        string  `json:"model"`
-	Device       string  `json:"device"`
-	Threads      int     `json:"threads"`
-	CPUKernels   string  `json:"cpu_kernels"`
+	Model      string `json:"model"`
+	Device     string `json:"device"`
+	Threads    int    `json:"threads"`
+	CPUKernels string `json:"cpu_kernels"`
+	// Weights says where the CPU read the matrices from: memory (huge
+	// pages, the default) or mapped (--mmap, or not enough memory).
+	Weights      string  `json:"weights"`
 	PromptTokens int     `json:"n_prompt"`
 	GenTokens    int     `json:"n_gen"`
 	Depth        int     `json:"n_depth"`
@@ -181,7 +185,11 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 		return err
 	}
 	st := l.model.NewState(o.ctx)
-	stream := newStreamBuf()
+	stream, err := newStreamBuf()
+	if err != nil {
+		return err
+	}
+	defer stream.free()
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -236,7 +244,7 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 		fmt.Fprintf(stderr, "rep %d: pp %.1f tok/s, tg %.1f tok/s, stream-read %.2f GB/s\n", rep+1, pps[rep], tgs[rep], gbs[rep])
 	}
 	pprof.StopCPUProfile()
-	res := benchResult{Model: m.Source.Name, Device: l.device, Threads: o.threads, CPUKernels: cpu.SIMD(), PromptTokens: o.pp, GenTokens: o.tg, Depth: o.depth, Reps: o.reps,
+	res := benchResult{Model: m.Source.Name, Device: l.device, Threads: o.threads, CPUKernels: cpu.SIMD(), Weights: l.weightsFrom(), PromptTokens: o.pp, GenTokens: o.tg, Depth: o.depth, Reps: o.reps,
 		PPTokS: median(pps), TGTokS: median(tgs), WeightBytes: decodeWeightBytes(l)}
 	res.WeightGBs = float64(res.WeightBytes) * res.TGTokS / 1e9
 	res.StreamGBs = median(gbs)
@@ -286,10 +294,10 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 	if o.depth > 0 {
 		at = fmt.Sprintf(" @ d%d", o.depth)
 	}
-	fmt.Fprintf(stdout, "| model | device | threads | pp%d%s tok/s | tg%d%s tok/s | weights/token | weight GB/s | stream-read GB/s | %% of stream | cpu kernels |\n", o.pp, at, o.tg, at)
-	fmt.Fprintln(stdout, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-	fmt.Fprintf(stdout, "| %s | %s | %d | %.1f | %.1f | %.1f MB | %.2f | %.2f | %.0f%% | %s |\n", res.Model, res.Device, res.Threads,
-		res.PPTokS, res.TGTokS, float64(res.WeightBytes)/1e6, res.WeightGBs, res.StreamGBs, res.BandwidthPct, res.CPUKernels)
+	fmt.Fprintf(stdout, "| model | device | threads | pp%d%s tok/s | tg%d%s tok/s | weights/token | weight GB/s | stream-read GB/s | %% of stream | cpu kernels | weights |\n", o.pp, at, o.tg, at)
+	fmt.Fprintln(stdout, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintf(stdout, "| %s | %s | %d | %.1f | %.1f | %.1f MB | %.2f | %.2f | %.0f%% | %s | %s |\n", res.Model, res.Device, res.Threads,
+		res.PPTokS, res.TGTokS, float64(res.WeightBytes)/1e6, res.WeightGBs, res.StreamGBs, res.BandwidthPct, res.CPUKernels, res.Weights)
 	return nil
 }
 
@@ -321,23 +329,31 @@ func median(v []float64) float64 {
 var sink uint64
 
 // streamBuf is the buffer of the streaming-read measurement: 512 MiB, far
-// more than any cache.
-type streamBuf []uint64
+// more than any cache, on huge pages as the weights it is the yardstick of
+// (cpu.HugeAlloc; the mapped weights of --mmap are on 4 KiB pages).
+type streamBuf struct {
+	words []uint64
+	free  func() error
+}
 
-func newStreamBuf() streamBuf {
-	buf := make([]uint64, (512<<20)/8)
-	for i := range buf {
-		buf[i] = uint64(i)
+func newStreamBuf() (streamBuf, error) {
+	mem, free, err := cpu.HugeAlloc(512 << 20)
+	if err != nil {
+		return streamBuf{}, fmt.Errorf("the stream-read buffer: %w", err)
 	}
-	return buf
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), len(mem)/8)
+	for i := range words {
+		words[i] = uint64(i)
+	}
+	return streamBuf{words, free}, nil
 }
 
 // read measures the machine's streaming-read bandwidth in GB/s: threads
 // goroutines each sum their share of the buffer (cpu.SumStream).
 func (b streamBuf) read(threads int) float64 {
 	t0 := time.Now()
-	sink += cpu.SumStream(b, threads)
-	read := len(b) / threads * threads * 8
+	sink += cpu.SumStream(b.words, threads)
+	read := len(b.words) / threads * threads * 8
 	return float64(read) / time.Since(t0).Seconds() / 1e9
 }
 

@@ -84,7 +84,7 @@ func (l *llamaFlags) add(cmd *cobra.Command) {
 	f.StringVar(&l.cacheTypeK, "cache-type-k", "f16", "KV cache type (-ctk): only f16")
 	f.StringVar(&l.cacheTypeV, "cache-type-v", "f16", "KV cache type (-ctv): only f16")
 	f.BoolVar(&l.mlock, "mlock", false, "llama.cpp's --mlock: ignored")
-	f.BoolVar(&l.noMmap, "no-mmap", false, "llama.cpp's --no-mmap: ignored (xdnarun always maps the package)")
+	f.BoolVar(&l.noMmap, "no-mmap", false, "llama.cpp's --no-mmap: read the weights into memory even when that leaves less than 1 GiB available (on the CPU they are read into memory by default; --mmap maps them)")
 	for _, n := range []string{"n-gpu-layers", "gpu-layers", "split-mode", "main-gpu", "tensor-split", "flash-attn", "gpu-device", "cache-type-k", "cache-type-v", "mlock", "no-mmap"} {
 		f.SetAnnotation(n, "llama.cpp", []string{"true"})
 	}
@@ -103,9 +103,9 @@ func (l *llamaFlags) check(cmd *cobra.Command, w io.Writer) error {
 	default:
 		return fmt.Errorf("--flash-attn %s: want on, auto or off", l.flashAttn)
 	}
-	for _, n := range []string{"n-gpu-layers", "gpu-layers", "split-mode", "main-gpu", "tensor-split", "gpu-device", "mlock", "no-mmap"} {
+	for _, n := range []string{"n-gpu-layers", "gpu-layers", "split-mode", "main-gpu", "tensor-split", "gpu-device", "mlock"} {
 		if f := cmd.Flags().Lookup(n); f.Changed {
-			fmt.Fprintf(w, "xdnarun: note: --%s %s ignored: a llama.cpp GPU/memory flag; the NPU runs what xdnapack planned (--device), the rest runs on the CPU, the package is mapped\n", n, f.Value.String())
+			fmt.Fprintf(w, "xdnarun: note: --%s %s ignored: a llama.cpp GPU/memory flag; the NPU runs what xdnapack planned (--device), the rest runs on the CPU\n", n, f.Value.String())
 		}
 	}
 	return nil

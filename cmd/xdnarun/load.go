@@ -23,8 +23,9 @@ type loaded struct {
 	tok     *tokenizer.Tokenizer
 	model   *engine.Model
 	ctx     int
-	device  string       // cpu, emu or npu: what runs the planned matrices
-	backend *npu.Backend // nil on cpu
+	device  string                // cpu, emu or npu: what runs the planned matrices
+	copied  *engine.CopiedWeights // the CPU's matrices in memory; nil when they are mapped
+	backend *npu.Backend          // nil on cpu
 	opened  *device.Opened
 }
 
@@ -36,6 +37,8 @@ type loadOptions struct {
 	resident  string    // --npu-resident: "0", a size, or "auto"
 	emuFault  string    // test hook: "DISPATCH:timeout" or "DISPATCH:error" on the emulator
 	flashAttn bool      // attention as llama.cpp's flash attention (engine.Options.FlashAttn)
+	mmap      bool      // --mmap: the CPU's matrices stay mapped from the package
+	noMmap    bool      // llama.cpp's --no-mmap: copy them even past the memory margin
 	warn      io.Writer // device warnings (fallback to the CPU)
 }
 
@@ -60,7 +63,9 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	if errs := f.Verify(); len(errs) > 0 {
+	// The matrices are checked where they are read from: as they are
+	// copied, or from the mapping (weights, below).
+	if errs := f.VerifyExcept(f.Packed); len(errs) > 0 {
 		f.Close()
 		return nil, errs[0]
 	}
@@ -98,8 +103,20 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	if l.backend != nil {
 		opts.MatMul = l.backend
 	}
-	model, err := engine.New(m.Model, engine.FileWeights{F: f}, opts)
+	w, err := l.weights(o)
 	if err != nil {
+		l.closeDevice()
+		return fail(err)
+	}
+	model, err := engine.New(m.Model, w, opts)
+	if err == nil && l.copied != nil {
+		if errs := l.copied.VerifyUnread(); len(errs) > 0 {
+			model.Close()
+			err = errs[0]
+		}
+	}
+	if err != nil {
+		l.closeCopy()
 		l.closeDevice()
 		return fail(fmt.Errorf("%s: %w", path, err))
 	}
@@ -113,10 +130,70 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	}
 	if err != nil {
 		l.model.Close()
+		l.closeCopy()
 		l.closeDevice()
 		return fail(fmt.Errorf("-c %d: %w", l.ctx, err))
 	}
 	return l, nil
+}
+
+// copyMargin is the memory left over, beyond the copy of the weights, below
+// which the weights stay mapped unless --no-mmap asks for the copy: room
+// for the KV cache and buffers (checked on their own after), and for the
+// rest of the machine.
+const copyMargin = 1 << 30
+
+// weights returns what the engine reads the weights from. On the CPU the
+// matrices are copied into memory on huge pages (engine.CopiedWeights:
+// decoding streams them every token, faster than from the mapping's 4 KiB
+// pages), unless --mmap says to map them, or the copy would leave less
+// than copyMargin of the memory available, which is said on o.warn. A
+// device other than the CPU multiplies the planned matrices from its own
+// buffers, and the rest are mapped. Mapped matrices are checked here.
+func (l *loaded) weights(o loadOptions) (engine.Weights, error) {
+	f := l.file
+	if o.mmap && o.noMmap {
+		return nil, fmt.Errorf("--mmap and --no-mmap: give one")
+	}
+	copyIt := l.device == "cpu" && !o.mmap
+	if need := engine.CopyBytes(f); copyIt && !o.noMmap {
+		if avail, src := availableMemory(); avail > 0 && need+copyMargin > avail {
+			copyIt = false
+			if o.warn != nil {
+				fmt.Fprintf(o.warn, "xdnarun: note: the weights (%s) stay mapped from the package, not read into memory: %s has %s (decoding is slower from the mapping; --no-mmap reads them anyway)\n",
+					cli.Human(need), src, cli.Human(avail))
+			}
+		}
+	}
+	if !copyIt {
+		if errs := f.VerifyExcept(func(what string) bool { return !f.Packed(what) }); len(errs) > 0 {
+			return nil, errs[0]
+		}
+		return engine.FileWeights{F: f}, nil
+	}
+	w, err := engine.CopyWeights(f)
+	if err != nil {
+		return nil, err
+	}
+	l.copied = w
+	return w, nil
+}
+
+// weightsFrom says where the CPU reads the matrices from: memory (the copy)
+// or mapped.
+func (l *loaded) weightsFrom() string {
+	if l.copied != nil {
+		return "memory"
+	}
+	return "mapped"
+}
+
+// closeCopy gives back the copy of the weights, once the model is closed.
+func (l *loaded) closeCopy() {
+	if l.copied != nil {
+		l.copied.Close()
+		l.copied = nil
+	}
 }
 
 // npuKernel is the system-call layer of the pure-Go NPU driver; tests put
@@ -156,6 +233,7 @@ func (l *loaded) Close() {
 	if l.model != nil {
 		l.model.Close()
 	}
+	l.closeCopy()
 	l.closeDevice()
 	l.file.Close()
 }
