@@ -10,7 +10,6 @@ import (
 	"runtime/pprof"
 	"sort"
 	"time"
-	"unsafe"
 
 	"github.com/spf13/cobra"
 
@@ -83,8 +82,8 @@ type benchResult struct {
 	Device     string `json:"device"`
 	Threads    int    `json:"threads"`
 	CPUKernels string `json:"cpu_kernels"`
-	// Weights says where the CPU read the matrices from: memory (huge
-	// pages, the default) or mapped (--mmap, or not enough memory).
+	// Weights says where the CPU read the matrices from: mapped (the
+	// package, in place) or memory (--no-mmap: a copy on huge pages).
 	Weights      string  `json:"weights"`
 	PromptTokens int     `json:"n_prompt"`
 	GenTokens    int     `json:"n_gen"`
@@ -185,11 +184,7 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 		return err
 	}
 	st := l.model.NewState(o.ctx)
-	stream, err := newStreamBuf()
-	if err != nil {
-		return err
-	}
-	defer stream.free()
+	stream := newStreamBuf()
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -329,31 +324,23 @@ func median(v []float64) float64 {
 var sink uint64
 
 // streamBuf is the buffer of the streaming-read measurement: 512 MiB, far
-// more than any cache, on huge pages as the weights it is the yardstick of
-// (cpu.HugeAlloc; the mapped weights of --mmap are on 4 KiB pages).
-type streamBuf struct {
-	words []uint64
-	free  func() error
-}
+// more than any cache.
+type streamBuf []uint64
 
-func newStreamBuf() (streamBuf, error) {
-	mem, free, err := cpu.HugeAlloc(512 << 20)
-	if err != nil {
-		return streamBuf{}, fmt.Errorf("the stream-read buffer: %w", err)
+func newStreamBuf() streamBuf {
+	buf := make([]uint64, (512<<20)/8)
+	for i := range buf {
+		buf[i] = uint64(i)
 	}
-	words := unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), len(mem)/8)
-	for i := range words {
-		words[i] = uint64(i)
-	}
-	return streamBuf{words, free}, nil
+	return buf
 }
 
 // read measures the machine's streaming-read bandwidth in GB/s: threads
 // goroutines each sum their share of the buffer (cpu.SumStream).
 func (b streamBuf) read(threads int) float64 {
 	t0 := time.Now()
-	sink += cpu.SumStream(b.words, threads)
-	read := len(b.words) / threads * threads * 8
+	sink += cpu.SumStream(b, threads)
+	read := len(b) / threads * threads * 8
 	return float64(read) / time.Since(t0).Seconds() / 1e9
 }
 

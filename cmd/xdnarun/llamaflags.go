@@ -68,7 +68,7 @@ type llamaFlags struct {
 	splitMode, tensorSplit string
 	flashAttn, gpuDev      string
 	cacheTypeK, cacheTypeV string
-	mlock, noMmap          bool
+	mlock                  bool
 }
 
 func (l *llamaFlags) add(cmd *cobra.Command) {
@@ -84,8 +84,7 @@ func (l *llamaFlags) add(cmd *cobra.Command) {
 	f.StringVar(&l.cacheTypeK, "cache-type-k", "f16", "KV cache type (-ctk): only f16")
 	f.StringVar(&l.cacheTypeV, "cache-type-v", "f16", "KV cache type (-ctv): only f16")
 	f.BoolVar(&l.mlock, "mlock", false, "llama.cpp's --mlock: ignored")
-	f.BoolVar(&l.noMmap, "no-mmap", false, "llama.cpp's --no-mmap: read the weights into memory even when that leaves less than 1 GiB available (on the CPU they are read into memory by default; --mmap maps them)")
-	for _, n := range []string{"n-gpu-layers", "gpu-layers", "split-mode", "main-gpu", "tensor-split", "flash-attn", "gpu-device", "cache-type-k", "cache-type-v", "mlock", "no-mmap"} {
+	for _, n := range []string{"n-gpu-layers", "gpu-layers", "split-mode", "main-gpu", "tensor-split", "flash-attn", "gpu-device", "cache-type-k", "cache-type-v", "mlock"} {
 		f.SetAnnotation(n, "llama.cpp", []string{"true"})
 	}
 }

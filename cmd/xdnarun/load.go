@@ -37,8 +37,7 @@ type loadOptions struct {
 	resident  string    // --npu-resident: "0", a size, or "auto"
 	emuFault  string    // test hook: "DISPATCH:timeout" or "DISPATCH:error" on the emulator
 	flashAttn bool      // attention as llama.cpp's flash attention (engine.Options.FlashAttn)
-	mmap      bool      // --mmap: the CPU's matrices stay mapped from the package
-	noMmap    bool      // llama.cpp's --no-mmap: copy them even past the memory margin
+	noMmap    bool      // --no-mmap: the CPU's matrices read into memory, not mapped
 	warn      io.Writer // device warnings (fallback to the CPU)
 }
 
@@ -137,39 +136,24 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	return l, nil
 }
 
-// copyMargin is the memory left over, beyond the copy of the weights, below
-// which the weights stay mapped unless --no-mmap asks for the copy: room
-// for the KV cache and buffers (checked on their own after), and for the
-// rest of the machine.
-const copyMargin = 1 << 30
-
-// weights returns what the engine reads the weights from. On the CPU the
-// matrices are copied into memory on huge pages (engine.CopiedWeights:
-// decoding streams them every token, faster than from the mapping's 4 KiB
-// pages), unless --mmap says to map them, or the copy would leave less
-// than copyMargin of the memory available, which is said on o.warn. A
-// device other than the CPU multiplies the planned matrices from its own
-// buffers, and the rest are mapped. Mapped matrices are checked here.
+// weights returns what the engine reads the weights from: the mapped
+// package, or with --no-mmap on the CPU a copy of the matrices in memory on
+// huge pages (engine.CopiedWeights), refused in one line when it would not
+// fit the memory available. A device other than the CPU multiplies its
+// planned matrices from its own buffers, and the rest stay mapped. Mapped
+// matrices are checked here, copied ones as they are read.
 func (l *loaded) weights(o loadOptions) (engine.Weights, error) {
 	f := l.file
-	if o.mmap && o.noMmap {
-		return nil, fmt.Errorf("--mmap and --no-mmap: give one")
-	}
-	copyIt := l.device == "cpu" && !o.mmap
-	if need := engine.CopyBytes(f); copyIt && !o.noMmap {
-		if avail, src := availableMemory(); avail > 0 && need+copyMargin > avail {
-			copyIt = false
-			if o.warn != nil {
-				fmt.Fprintf(o.warn, "xdnarun: note: the weights (%s) stay mapped from the package, not read into memory: %s has %s (decoding is slower from the mapping; --no-mmap reads them anyway)\n",
-					cli.Human(need), src, cli.Human(avail))
-			}
-		}
-	}
-	if !copyIt {
+	if !o.noMmap || l.device != "cpu" {
 		if errs := f.VerifyExcept(func(what string) bool { return !f.Packed(what) }); len(errs) > 0 {
 			return nil, errs[0]
 		}
 		return engine.FileWeights{F: f}, nil
+	}
+	if need := engine.CopyBytes(f); need > 0 {
+		if avail, src := availableMemory(); avail > 0 && need > avail {
+			return nil, fmt.Errorf("--no-mmap: the weights need %d bytes (%s) in memory; %s has %s", need, cli.Human(need), src, cli.Human(avail))
+		}
 	}
 	w, err := engine.CopyWeights(f)
 	if err != nil {

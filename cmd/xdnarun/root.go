@@ -53,7 +53,7 @@ func addLoadFlags(cmd *cobra.Command, o *loadOptions) {
 	f.StringVar(&o.device, "device", "auto", "where planned matrices run: auto (npu if found, else cpu), cpu, emu (emulated NPU, Go kernel model), sim (emulated NPU running the AIE kernel sources; a -tags sim build) or npu")
 	f.StringVar(&o.kernels, "cpu-kernels", "best", "CPU kernel set for the quantised matrices: best (the fastest this CPU runs), or one of "+strings.Join(cpu.Levels(), ", ")+" (all give the same bits)")
 	f.StringVar(&o.resident, "npu-resident", "0", "pin budget for weights kept resident on the NPU (no host copy per token): 0 (stream every matrix through the 2 x 64 MiB ring), a size such as 512M or 2G, or auto (half of what can be pinned here: available memory, cgroup limit, ulimit -l)")
-	f.BoolVar(&o.mmap, "mmap", false, "on the CPU, multiply the weights from the mapped package (less memory, slower decoding) in place of reading them into memory on huge pages")
+	f.BoolVar(&o.noMmap, "no-mmap", false, "on the CPU, read the weights into memory on huge pages in place of multiplying them from the mapped package (llama.cpp's flag; more memory)")
 	f.StringVar(&o.emuFault, "emu-fault", "", "inject a fault into the emulator: DISPATCH:KIND (timeout, error, or a wrong stream: txn-opcode, txn-gen, txn-bd, txn-length, txn-patch)")
 	f.MarkHidden("emu-fault")
 }
@@ -67,8 +67,8 @@ func newRootCmd() *cobra.Command {
 		Use:   "xdnarun MODEL.xdna -p PROMPT",
 		Short: "Run an .xdna language model: generate, chat, tokenize, perplexity, bench",
 		Long: `xdnarun maps an .xdna package made by xdnapack and generates text from it,
-using the packed weights as they are (on the CPU read into memory on huge pages,
---mmap to multiply them from the mapping). With -p (or -f FILE) it continues the prompt
+reading the packed weights in place (--no-mmap: on the CPU, from a copy in
+memory). With -p (or -f FILE) it continues the prompt
 and streams the text to stdout (speed to stderr at the end). Without a prompt, on
 a terminal (or with -i), it starts a chat using the model's chat template
 (Ctrl-C stops a reply, Ctrl-C at the prompt or Ctrl-D leaves); with stdin not a
@@ -104,7 +104,6 @@ terminal, stdin is the prompt. A GGUF file is packed once into the cache
 				return err
 			}
 			o.flashAttn = o.llama.flashAttn != "off"
-			o.noMmap = o.llama.noMmap
 			return runGenerate(cmd.Context(), path, o)
 		},
 	}

@@ -13,10 +13,10 @@ const hugePage = 2 << 20
 // HugeAlloc returns size bytes of zeroed anonymous memory, from a 2 MiB
 // boundary, advised onto transparent huge pages (MADV_HUGEPAGE; where the
 // kernel has none, or refuses, it is 4 KiB pages), and the function that
-// gives it back. Memory that the kernels stream from (the weights, the
-// bandwidth yardstick) belongs on huge pages: a 4 KiB page is a TLB entry
-// and a boundary the hardware prefetchers stop at, every 64 lines. Pages
-// take room as they are first written (MAP_NORESERVE).
+// gives it back: for weights the kernels stream from (engine.CopiedWeights),
+// to which a 4 KiB page is a TLB entry and a boundary the hardware
+// prefetchers stop at, every 64 lines. Pages take room as they are first
+// written (MAP_NORESERVE).
 func HugeAlloc(size int) (mem []byte, free func() error, err error) {
 	if size <= 0 {
 		return nil, func() error { return nil }, nil

@@ -9,14 +9,17 @@ import (
 
 // CopiedWeights serves a package's matrices from a copy in anonymous
 // memory on transparent huge pages, and its vectors from the mapped file
-// as FileWeights does. Decoding streams every matrix once a token; from
-// the file's mapping it reads 4 KiB pages, each a TLB entry and a stop for
-// the hardware prefetchers, and from 2 MiB pages it does not: on the
-// development VM (Zen 5, 2 threads) a token of the 0.5B shape took
-// 12-14% less time in Q4_0 and 10-11% in the Q4_K_M mix from huge pages
-// than from the mapping, and 2-4% less from anonymous 4 KiB pages
-// (the two models alternated token by token in one process, 150 tokens
-// each after a 128-token prompt, three runs).
+// as FileWeights does (xdnarun --no-mmap). Decoding streams every matrix
+// once a token; from the file's mapping it reads 4 KiB pages, each a TLB
+// entry and a boundary the hardware prefetchers stop at, from the copy
+// 2 MiB pages. On the development VM (Zen 5, 2 threads; the two models
+// alternated token by token in one process, 150 tokens each after a
+// 128-token prompt, three runs) a token of the 0.5B shape took 12-14% less
+// time in Q4_0 and 10-11% in the Q4_K_M mix from the copy at one moment,
+// and as much time as from the mapping, or 2-4% more, an hour later (on
+// anonymous 4 KiB pages 1-4% less both times): a guest's huge page is
+// huge to the TLB only where its host backs it with one. So the mapping
+// stays the default.
 //
 // Each matrix is read from the file (layout.File.ReadBlob: pread, which
 // touches none of the mapping's pages) when the engine asks for it, and
