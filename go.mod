@@ -3,10 +3,12 @@ module github.com/xdna-go/xdna
 go 1.26.8
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/gpustack/gguf-parser-go v0.28.2
 	github.com/openai/openai-go/v3 v3.102.0
 	github.com/opencontainers/go-digest v1.0.0
 	github.com/opencontainers/image-spec v1.1.1
+	github.com/zeebo/blake3 v0.2.4
 	oras.land/oras-go/v2 v2.7.0
 )
 
@@ -18,7 +20,7 @@ require (
 	github.com/tidwall/sjson v1.2.5 // indirect
 )
 
-require github.com/creack/pty v1.1.24 // indirect
+require github.com/klauspost/cpuid/v2 v2.0.12 // indirect
 
 require (
 	github.com/BurntSushi/toml v1.6.0

@@ -135,8 +135,11 @@ func FuzzManifest(f *testing.F) {
 		f.Fatal(err)
 	}
 	body, _ := x.Manifest.Marshal()
-	x.Close()
 	f.Add(body)
+	x.Manifest.Source.ContentDigest = layout.ContentScheme + ":" + strings.Repeat("5a", 32)
+	body, _ = x.Manifest.Marshal()
+	f.Add(body)
+	x.Close()
 	f.Add([]byte("format = \"xdna\"\nversion = 1\nunknown = 2\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := layout.ParseManifest(b)
@@ -163,6 +166,64 @@ func TestUpdateChecksum(t *testing.T) {
 			if got != want {
 				t.Fatalf("split at %d and %d: %08x, want %08x", i, j, got, want)
 			}
+		}
+	}
+}
+
+// TestManifestSourceDigest checks the source's content digests: a package
+// written before the BLAKE3 digest (content_sha256) and one written after
+// (content_digest) both read back as written, each with only its own key
+// in the TOML, and a manifest with both, with an unknown scheme or with a
+// digest that is not 64 lowercase hex digits is refused naming the key.
+func TestManifestSourceDigest(t *testing.T) {
+	tree := layout.ContentScheme + ":" + strings.Repeat("0f", 32)
+	flat := strings.Repeat("e1", 32)
+	manifest := func(s layout.Source) *layout.Manifest {
+		return &layout.Manifest{Format: "xdna", Version: layout.ManifestVersion, Creator: "test", Source: s,
+			Package: layout.Package{Target: "xdna1", Columns: 4, CPUMaxN: 256}, Model: layout.Params{Arch: "llama"}}
+	}
+	for _, c := range []struct {
+		src       layout.Source
+		key, miss string
+	}{
+		{layout.Source{Name: "new.gguf", ContentDigest: tree}, "content_digest", "content_sha256"},
+		{layout.Source{Name: "old.gguf", ContentSHA256: flat}, "content_sha256", "content_digest"},
+	} {
+		b, err := manifest(c.src).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(c.key+" = ")) || bytes.Contains(b, []byte(c.miss)) {
+			t.Errorf("%s: want %s and no %s in\n%s", c.src.Name, c.key, c.miss, b)
+		}
+		m, err := layout.ParseManifest(b)
+		if err != nil {
+			t.Fatalf("%s: %v", c.src.Name, err)
+		}
+		if m.Source != c.src {
+			t.Errorf("%s: source %+v, want %+v", c.src.Name, m.Source, c.src)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		src  layout.Source
+		want string
+	}{
+		{"both", layout.Source{ContentDigest: tree, ContentSHA256: flat}, "both"},
+		{"unknown scheme", layout.Source{ContentDigest: "sha256-tree-v1:" + strings.Repeat("0f", 32)}, "content_digest"},
+		{"no scheme", layout.Source{ContentDigest: strings.Repeat("0f", 32)}, "content_digest"},
+		{"short", layout.Source{ContentDigest: tree[:len(tree)-1]}, "content_digest"},
+		{"upper case", layout.Source{ContentDigest: layout.ContentScheme + ":" + strings.Repeat("0F", 32)}, "content_digest"},
+		{"escape", layout.Source{ContentSHA256: "\x1b[2J" + flat[4:]}, "content_sha256"},
+		{"old short", layout.Source{ContentSHA256: flat[2:]}, "content_sha256"},
+	} {
+		b, err := manifest(c.src).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = layout.ParseManifest(b)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want one naming %s", c.name, err, c.want)
 		}
 	}
 }

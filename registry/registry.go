@@ -51,6 +51,12 @@ const (
 	AnnotationQuantisation = "org.xdna.model.quantisation"
 	AnnotationTarget       = "org.xdna.package.target"
 	AnnotationSource       = "org.xdna.source.name"
+	// AnnotationSourceDigest is the source's content digest
+	// (layout.Source.ContentDigest: "blake3-v1:" and 64 hex digits).
+	AnnotationSourceDigest = "org.xdna.source.content-digest"
+	// AnnotationSourceSHA256 is the content digest of a package written
+	// before ContentDigest (layout.Source.ContentSHA256: 64 hex digits, not
+	// comparable with AnnotationSourceDigest).
 	AnnotationSourceSHA256 = "org.xdna.source.content-sha256"
 )
 
@@ -205,7 +211,12 @@ func Annotations(m *layout.Manifest) map[string]string {
 		AnnotationParameters:   strconv.FormatInt(params, 10),
 		AnnotationQuantisation: quant,
 		AnnotationTarget:       m.Package.Target,
-		AnnotationSourceSHA256: m.Source.ContentSHA256,
+	}
+	if m.Source.ContentDigest != "" {
+		a[AnnotationSourceDigest] = m.Source.ContentDigest
+	}
+	if m.Source.ContentSHA256 != "" {
+		a[AnnotationSourceSHA256] = m.Source.ContentSHA256
 	}
 	if m.Model.Name != "" {
 		a[AnnotationName] = m.Model.Name

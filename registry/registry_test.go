@@ -19,6 +19,7 @@ import (
 	"oras.land/oras-go/v2/content"
 
 	"github.com/xdna-go/xdna/kernelsel"
+	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/layout/pack"
 	"github.com/xdna-go/xdna/registry/registrytest"
 )
@@ -110,6 +111,31 @@ func TestParseRef(t *testing.T) {
 	}
 }
 
+// TestAnnotationsDigest checks that each content digest goes under its
+// own key: a package's BLAKE3 digest under AnnotationSourceDigest, the
+// SHA-256 digest of a package written before it under
+// AnnotationSourceSHA256, as it was published then, and never one under
+// the other's key.
+func TestAnnotationsDigest(t *testing.T) {
+	b3 := layout.ContentScheme + ":" + strings.Repeat("ab", 32)
+	flat := strings.Repeat("cd", 32)
+	for _, c := range []struct {
+		src         layout.Source
+		digest, sha string
+	}{
+		{layout.Source{ContentDigest: b3}, b3, ""},
+		{layout.Source{ContentSHA256: flat}, "", flat},
+		{layout.Source{}, "", ""},
+	} {
+		a := Annotations(&layout.Manifest{Source: c.src})
+		d, hasD := a[AnnotationSourceDigest]
+		s, hasS := a[AnnotationSourceSHA256]
+		if d != c.digest || s != c.sha || hasD != (c.digest != "") || hasS != (c.sha != "") {
+			t.Errorf("source %+v: %s %q (%v), %s %q (%v); want %q and %q", c.src, AnnotationSourceDigest, d, hasD, AnnotationSourceSHA256, s, hasS, c.digest, c.sha)
+		}
+	}
+}
+
 // TestPushPull pushes a package to a real registry and pulls it back by tag
 // and by digest: the unpacked package is the pushed file byte for byte, the
 // stored layer is the registry's blob byte for byte; list and rm.
@@ -145,7 +171,8 @@ func TestPushPull(t *testing.T) {
 		t.Errorf("stored layer differs from the registry's blob")
 	}
 	a := m.Annotations
-	if a[AnnotationTarget] != "xdna2" || a[AnnotationArch] != "llama" || a[AnnotationQuantisation] != "Q4_0" || a[AnnotationParameters] == "" || len(a[AnnotationSourceSHA256]) != 64 {
+	if a[AnnotationTarget] != "xdna2" || a[AnnotationArch] != "llama" || a[AnnotationQuantisation] != "Q4_0" || a[AnnotationParameters] == "" ||
+		!strings.HasPrefix(a[AnnotationSourceDigest], layout.ContentScheme+":") || len(a[AnnotationSourceDigest]) != len(layout.ContentScheme)+1+64 || a[AnnotationSourceSHA256] != "" {
 		t.Errorf("annotations %v", a)
 	}
 	t.Logf("annotations: %v", a)

@@ -66,6 +66,9 @@ func TestPackVerifyInspectCompress(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "stories260K") && !strings.Contains(stdout, "llama") {
 		t.Fatalf("inspect: %v\n%s", err, stdout)
 	}
+	if !strings.Contains(stdout, "(content "+layout.ContentScheme+":") {
+		t.Errorf("inspect names no %s digest:\n%s", layout.ContentScheme, stdout)
+	}
 	if _, _, err = run(t, "compress", out); err != nil {
 		t.Fatal(err)
 	}
@@ -207,4 +210,23 @@ func TestCorruptPackage(t *testing.T) {
 	os.WriteFile(trunc, data[:len(data)-100], 0o644)
 	_, _, err = run(t, "inspect", trunc)
 	checkErr(t, err, "trunc.xdna", "truncated")
+}
+
+// TestSourceLine: inspect's source line names the digest with its scheme,
+// the SHA-256 digest of a package written before it as such, or none.
+func TestSourceLine(t *testing.T) {
+	b3 := layout.ContentScheme + ":" + strings.Repeat("ab", 32)
+	flat := strings.Repeat("cd", 32)
+	for _, c := range []struct {
+		src  layout.Source
+		want string
+	}{
+		{layout.Source{Name: "m.gguf", ContentDigest: b3}, "m.gguf (content " + b3 + ")"},
+		{layout.Source{Name: "m.gguf", ContentSHA256: flat}, "m.gguf (content sha256 " + flat + ", the digest of packs before " + layout.ContentScheme + ")"},
+		{layout.Source{Name: "m.gguf"}, "m.gguf (no content digest)"},
+	} {
+		if got := sourceLine(c.src); got != c.want {
+			t.Errorf("sourceLine(%+v) = %q, want %q", c.src, got, c.want)
+		}
+	}
 }

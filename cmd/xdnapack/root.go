@@ -262,7 +262,7 @@ func runInspect(w io.Writer, path string, asJSON bool) error {
 		return enc.Encode(m)
 	}
 	p := m.Model
-	fmt.Fprintf(w, "file:      %s\ncreator:   %s\nsource:    %s (content sha256 %s)\n", path, m.Creator, m.Source.Name, m.Source.ContentSHA256)
+	fmt.Fprintf(w, "file:      %s\ncreator:   %s\nsource:    %s\n", path, m.Creator, sourceLine(m.Source))
 	fmt.Fprintf(w, "target:    %s, %d columns, catalog %s, cpu-max-n %d\n", m.Package.Target, m.Package.Columns, m.Package.CatalogVersion, m.Package.CPUMaxN)
 	fmt.Fprintf(w, "model:     %s %q: %d layers, dim %d, ffn %d, heads %d/%d, head dim %d, vocab %d, ctx %d\n",
 		p.Arch, p.Name, p.Layers, p.Embedding, p.FeedForward, p.Heads, p.HeadsKV, p.HeadDim, p.VocabSize, p.ContextLength)
@@ -280,6 +280,19 @@ func runInspect(w io.Writer, path string, asJSON bool) error {
 		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%08x\n", t.Name, t.Shape, t.Type, t.Format, kTile(t.KTile), t.Device, slot, t.Offset, t.Size, t.CRC32C)
 	}
 	return tw.Flush()
+}
+
+// sourceLine describes the source of a package: its name and its content
+// digest as it is written (scheme:hex), or the SHA-256 digest of a package
+// written before it, named as such.
+func sourceLine(s layout.Source) string {
+	switch {
+	case s.ContentDigest != "":
+		return fmt.Sprintf("%s (content %s)", s.Name, s.ContentDigest)
+	case s.ContentSHA256 != "":
+		return fmt.Sprintf("%s (content sha256 %s, the digest of packs before %s)", s.Name, s.ContentSHA256, layout.ContentScheme)
+	}
+	return s.Name + " (no content digest)"
 }
 
 func newCompressCmd() *cobra.Command {

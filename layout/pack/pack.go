@@ -5,7 +5,6 @@ package pack
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/zeebo/blake3"
 
 	"github.com/xdna-go/xdna/arch"
 	"github.com/xdna-go/xdna/kernelsel"
@@ -282,7 +283,7 @@ func Run(ctx context.Context, opt *Options) (*Plan, error) {
 		Package: layout.Package{Target: opt.Target, Columns: tgt.Columns, CatalogVersion: opt.Catalog.Version, CPUMaxN: opt.CPUMaxN},
 		Model:   plan.Params,
 	}
-	digest := sha256.New()
+	digest := blake3.New()
 	hashMetadata(digest, g)
 
 	if _, ok := g.Strings("tokenizer.ggml.tokens"); ok {
@@ -302,7 +303,7 @@ func Run(ctx context.Context, opt *Options) (*Plan, error) {
 	if err := writeTensors(ctx, opt, g, src, plan, w, m, digest); err != nil {
 		return nil, err
 	}
-	m.Source.ContentSHA256 = hex.EncodeToString(digest.Sum(nil))
+	m.Source.ContentDigest = layout.ContentScheme + ":" + hex.EncodeToString(digest.Sum(nil))
 
 	for _, s := range plan.Slots {
 		if s.XCLBIN == "" {

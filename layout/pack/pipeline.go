@@ -24,10 +24,11 @@ import (
 //	packers (cores-1 packing, 2 more writing): planar.Pack, crc32c, WriteBlobAt; any order
 //	the caller: manifest entries and progress, in plan order
 //
-// The digest (Source.ContentSHA256) is one SHA-256 over every tensor in
-// plan order, so it cannot be split: the hasher sets the pace (0.62 s per
-// GB with SHA-NI on the development VM when it has a core to itself), does
-// nothing but hash, and every other stage runs beside it:
+// The digest (Source.ContentDigest) is one BLAKE3 over every tensor in
+// plan order, so it cannot be split across goroutines: the hasher (0.3 s a
+// GB on one core of the development VM, where SHA-256 with SHA-NI, the
+// digest before it, took 0.57-0.62 s) does nothing but hash, and every
+// other stage runs beside it:
 //   - The reader reads each entry (source) into a buffer of an arena of its
 //     own, a ring of memory that is reused, so that neither the hasher nor
 //     the packers touch a page for the first time after the ring's first
@@ -171,8 +172,8 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	})
 
 	// The hasher: every entry's parts in plan order (the digest's order).
-	// The hash is the pipeline's pace (one SHA-256 over the whole model), so
-	// it does nothing else: the reader reads ahead of it, and it runs ahead
+	// The hash can set the pipeline's pace (one BLAKE3 over the whole
+	// model), so it does nothing else: the reader reads ahead of it, and it runs ahead
 	// of the packers rather than in step with their writes (on the
 	// development VM, as the reader that also hashed, it waited 0.3-0.9 s
 	// of 2.3 s for them when one budget held both). After a cancel it
