@@ -20,20 +20,8 @@ import (
 // each matrix on a page boundary of memory of its own.
 func TestCopiedWeights(t *testing.T) {
 	for _, name := range []string{"stories260K-q4_0", "rand-qwen2-q8_0"} {
-		out := filepath.Join(t.TempDir(), name+".xdna")
-		opt := &pack.Options{Input: filepath.Join(fixtures, "models", name+".gguf"), Output: out, Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256}
-		if _, err := pack.Run(context.Background(), opt); err != nil {
-			t.Fatal(err)
-		}
-		f, err := layout.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, cw := openCopied(t, packFixture(t, name))
 		defer f.Close()
-		cw, err := CopyWeights(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		opts := Options{Threads: 2, Cache: CacheF16}
 		mapped, err := New(f.Manifest.Model, FileWeights{F: f}, opts)
 		if err != nil {
@@ -94,11 +82,7 @@ func TestCopiedWeights(t *testing.T) {
 // TestCopiedWeightsCorrupt: a corrupted matrix is an error naming it, from
 // the copy (New) and from VerifyUnread when the engine did not read it.
 func TestCopiedWeightsCorrupt(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "m.xdna")
-	opt := &pack.Options{Input: filepath.Join(fixtures, "models", "stories260K-q4_0.gguf"), Output: out, Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256}
-	if _, err := pack.Run(context.Background(), opt); err != nil {
-		t.Fatal(err)
-	}
+	out := packFixture(t, "stories260K-q4_0")
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -116,15 +100,8 @@ func TestCopiedWeightsCorrupt(t *testing.T) {
 	if err := os.WriteFile(out, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err = layout.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, cw := openCopied(t, out)
 	defer f.Close()
-	cw, err := CopyWeights(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer cw.Close()
 	if errs := cw.VerifyUnread(); len(errs) != 1 || !strings.Contains(errs[0].Error(), e.Name) {
 		t.Errorf("VerifyUnread: %v", errs)
@@ -132,4 +109,30 @@ func TestCopiedWeightsCorrupt(t *testing.T) {
 	if _, err := New(f.Manifest.Model, cw, Options{Threads: 1}); err == nil || !strings.Contains(err.Error(), e.Name) || !strings.Contains(err.Error(), "corrupted") {
 		t.Errorf("New on the copy: %v", err)
 	}
+}
+
+// packFixture packs the fixture model name into a temporary .xdna.
+func packFixture(t *testing.T, name string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name+".xdna")
+	opt := &pack.Options{Input: filepath.Join(fixtures, "models", name+".gguf"), Output: out, Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256}
+	if _, err := pack.Run(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// openCopied opens the package at path and reserves the copy of its matrices.
+func openCopied(t *testing.T, path string) (*layout.File, *CopiedWeights) {
+	t.Helper()
+	f, err := layout.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw, err := CopyWeights(f)
+	if err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return f, cw
 }
