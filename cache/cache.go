@@ -2,8 +2,8 @@
 // on first use and .xdna.zst packages unpacked on first use. The root is
 // $XDG_CACHE_HOME/xdna, else $HOME/.cache/xdna.
 //
-//	<root>/gguf/<sha256 of the GGUF file>-<target>.xdna
-//	<root>/zst/<sha256 of the .zst file>.xdna
+//	<root>/gguf/<key of the GGUF file>-<target>.xdna
+//	<root>/zst/<key of the .zst file>.xdna
 //	<root>/calibration/<target>-<device>.json  (xdnarun calibrate)
 //
 // Every file is written to a temporary file in its directory and renamed
@@ -11,10 +11,14 @@
 package cache
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/zeebo/blake3"
 )
 
 // Root returns the cache root: $XDG_CACHE_HOME/xdna, else $HOME/.cache/xdna.
@@ -30,25 +34,39 @@ func Root() (string, error) {
 	return filepath.Join(home, ".cache", "xdna"), nil
 }
 
-// GGUFPack returns the path of the pack of the GGUF file whose content has
-// the sha256 sha (64 hex digits), for target.
-func GGUFPack(sha, target string) (string, error) {
-	if err := checkSHA(sha); err != nil {
+// Key returns the key of a file whose content r reads, under which the
+// cache keeps what it makes from it: the BLAKE3-256 of the content in 64
+// lowercase hex digits. Each run of a GGUF or .zst file hashes the whole
+// file to find its entry, and BLAKE3 on one core hashes twice what SHA-256
+// with SHA-NI does (the key before it: entries made then are not found,
+// and are made again once).
+func Key(r io.Reader) (string, error) {
+	h := blake3.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// GGUFPack returns the path of the pack of the GGUF file whose key (Key) is
+// key, for target.
+func GGUFPack(key, target string) (string, error) {
+	if err := checkKey(key); err != nil {
 		return "", err
 	}
 	if target != "xdna1" && target != "xdna2" {
 		return "", fmt.Errorf("cache: target %q: want xdna1 or xdna2", target)
 	}
-	return path("gguf", sha+"-"+target+".xdna")
+	return path("gguf", key+"-"+target+".xdna")
 }
 
 // Unpacked returns the path of the unpacked form of the .xdna.zst file whose
-// content has the sha256 sha.
-func Unpacked(sha string) (string, error) {
-	if err := checkSHA(sha); err != nil {
+// key (Key) is key.
+func Unpacked(key string) (string, error) {
+	if err := checkKey(key); err != nil {
 		return "", err
 	}
-	return path("zst", sha+".xdna")
+	return path("zst", key+".xdna")
 }
 
 func path(dir, name string) (string, error) {
@@ -59,13 +77,13 @@ func path(dir, name string) (string, error) {
 	return filepath.Join(r, dir, name), nil
 }
 
-func checkSHA(sha string) error {
-	if len(sha) != 64 {
-		return fmt.Errorf("cache: sha256 %q: want 64 hex digits", sha)
+func checkKey(key string) error {
+	if len(key) != 64 {
+		return fmt.Errorf("cache: key %q: want 64 hex digits", key)
 	}
-	for _, c := range sha {
+	for _, c := range key {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return fmt.Errorf("cache: sha256 %q: want 64 lowercase hex digits", sha)
+			return fmt.Errorf("cache: key %q: want 64 lowercase hex digits", key)
 		}
 	}
 	return nil

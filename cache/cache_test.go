@@ -37,3 +37,18 @@ func TestPaths(t *testing.T) {
 		t.Error("GGUFPack with a bad target: no error")
 	}
 }
+
+// TestKey: the key is BLAKE3-256 in lowercase hex (the empty input's is
+// the one the BLAKE3 specification's test vectors give), and one byte more
+// or changed gives another.
+func TestKey(t *testing.T) {
+	if k, err := Key(strings.NewReader("")); err != nil || k != "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262" {
+		t.Errorf("Key of nothing = %s, %v", k, err)
+	}
+	a, _ := Key(strings.NewReader("GGUF model"))
+	b, _ := Key(strings.NewReader("GGUF model "))
+	c, _ := Key(strings.NewReader("GGUF mode1"))
+	if a == b || a == c || b == c || checkKey(a) != nil {
+		t.Errorf("keys %s %s %s", a, b, c)
+	}
+}

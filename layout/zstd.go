@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -33,7 +31,7 @@ const (
 
 // openZstd opens the distribution form f (size bytes, named name): it
 // checks the .xdna header from the first decompressed bytes, then maps the
-// unpacked file from the cache (cache.Unpacked, keyed by the sha256 of f),
+// unpacked file from the cache (cache.Unpacked, keyed by f's content, cache.Key),
 // unpacking it there first by streaming, in bounded memory, when it is not
 // there yet. The unpacked file must be exactly as long as its header says.
 func openZstd(f *os.File, name string, size int64) (*File, error) {
@@ -60,11 +58,11 @@ func openZstd(f *os.File, name string, size int64) (*File, error) {
 	if fsize < HeaderSize || fsize > maxExpanded {
 		return nil, ferr("its header declares %d bytes", fsize)
 	}
-	sum := sha256.New()
-	if _, err := io.Copy(sum, io.NewSectionReader(f, 0, size)); err != nil {
+	key, err := cache.Key(io.NewSectionReader(f, 0, size))
+	if err != nil {
 		return nil, err
 	}
-	path, err := cache.Unpacked(hex.EncodeToString(sum.Sum(nil)))
+	path, err := cache.Unpacked(key)
 	if err == nil {
 		if xf, err := openUnpacked(path, name, fsize); err == nil || !errors.Is(err, os.ErrNotExist) {
 			return xf, err

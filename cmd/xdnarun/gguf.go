@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -17,8 +15,8 @@ import (
 )
 
 // packedPath returns path when it is not a GGUF file, else the path of its
-// pack in the cache (cache.GGUFPack: keyed by the GGUF's content sha256 and
-// the target), packing it there first if it is not yet, with the pack's
+// pack in the cache (cache.GGUFPack: keyed by the GGUF's content, cache.Key,
+// and the target), packing it there first if it is not yet, with the pack's
 // progress on o.warn.
 func packedPath(ctx context.Context, path string, o loadOptions) (string, error) {
 	f, err := os.Open(path)
@@ -41,12 +39,11 @@ func packedPath(ctx context.Context, path string, o loadOptions) (string, error)
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", err
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, &ctxReader{ctx, f}); err != nil {
+	key, err := cache.Key(&ctxReader{ctx, f})
+	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	sha := hex.EncodeToString(h.Sum(nil))
-	out, err := cache.GGUFPack(sha, target)
+	out, err := cache.GGUFPack(key, target)
 	if err != nil {
 		return "", err
 	}
