@@ -16,10 +16,10 @@ import (
 // alternated token by token in one process, 150 tokens each after a
 // 128-token prompt, three runs) a token of the 0.5B shape took 12-14% less
 // time in Q4_0 and 10-11% in the Q4_K_M mix from the copy at one moment,
-// and as much time as from the mapping, or 2-4% more, an hour later (on
-// anonymous 4 KiB pages 1-4% less both times): a guest's huge page is
-// huge to the TLB only where its host backs it with one. So the mapping
-// stays the default.
+// and as much time as from the mapping, or 2-4% more, half an hour later (on
+// anonymous 4 KiB pages 1-4% less both times), likely because a guest's
+// huge page is huge to the TLB only where its host backs it with one. So
+// the mapping stays the default.
 //
 // Each matrix is read from the file (layout.File.ReadBlob: pread, which
 // touches none of the mapping's pages) when the engine asks for it, and
