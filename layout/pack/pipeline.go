@@ -25,10 +25,10 @@ import (
 //	the caller: manifest entries and progress, in plan order
 //
 // The digest (Source.ContentDigest) is one BLAKE3 over every tensor in
-// plan order, so it cannot be split across goroutines: the hasher (0.3 s a
-// GB on one core of the development VM, where SHA-256 with SHA-NI, the
-// digest before it, took 0.57-0.62 s) does nothing but hash, and every
-// other stage runs beside it:
+// plan order, so it cannot be split across goroutines: the hasher (on the
+// development VM 0.3 s a GB alone on a core, 0.4 s in the pipeline, where
+// SHA-256 with SHA-NI, the digest before it, took 0.57-0.62 s) does
+// nothing but hash, and every other stage runs beside it:
 //   - The reader reads each entry (source) into a buffer of an arena of its
 //     own, a ring of memory that is reused, so that neither the hasher nor
 //     the packers touch a page for the first time after the ring's first
@@ -173,8 +173,8 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 
 	// The hasher: every entry's parts in plan order (the digest's order).
 	// The hash can set the pipeline's pace (one BLAKE3 over the whole
-	// model), so it does nothing else: the reader reads ahead of it, and it runs ahead
-	// of the packers rather than in step with their writes (on the
+	// model), so it does nothing else: the reader reads ahead of it, and it
+	// runs ahead of the packers rather than in step with their writes (on the
 	// development VM, as the reader that also hashed, it waited 0.3-0.9 s
 	// of 2.3 s for them when one budget held both). After a cancel it
 	// hashes nothing more.
