@@ -49,9 +49,7 @@ func avx512() {
 	// Q4_0 on tall column groups (the runtime's tallRows): the same
 	// kernel prefetching the scales too (rows32x512), and the codes into
 	// L2 a further tallL2Ahead bytes on (tileVars.far).
-	l2Ahead = tallL2Ahead
-	rows32x512("q4_0RowsTallAVX512", false, false, planeAhead)
-	l2Ahead = 0
+	rows32x512("q4_0RowsTallAVX512", false, false, planeAhead, tallL2Ahead)
 	rowsQ4x512("q5_0RowsAVX512", true)
 	rowsQ4Kx512("q4_KRowsAVX512", false)
 	rowsQ4Kx512("q5_KRowsAVX512", true)
@@ -290,11 +288,11 @@ func finish4(r VecVirtual, psc, ss Register, dx Mem, c consts512, acc VecVirtual
 }
 
 // rowsQ8x512 writes the Q8_0 rows kernel (the arguments of rowsQ8): rows32x512.
-func rowsQ8x512(name string) { rows32x512(name, true, false, 0) }
+func rowsQ8x512(name string) { rows32x512(name, true, false, 0, 0) }
 
 // rowsQ4x512 writes the Q4_0 (q5: Q5_0) rows kernel (the arguments of
 // rowsQ4): rows32x512.
-func rowsQ4x512(name string, q5 bool) { rows32x512(name, false, q5, 0) }
+func rowsQ4x512(name string, q5 bool) { rows32x512(name, false, q5, 0, 0) }
 
 // rows32x512 writes the Q8_0 (q8), Q4_0 or Q5_0 (q5) rows kernel, a pair of
 // 32-blocks at a time: Q4_0 and Q5_0 eight rows per step while eight
@@ -323,8 +321,9 @@ func rowsQ4x512(name string, q5 bool) { rows32x512(name, false, q5, 0) }
 // shape's gate_up (1,216 rows a group) this kernel read from memory no
 // faster than the AVX2 one, which prefetches its scales (nextRowsN).
 // On short groups the extra prefetches cost about 1% (decode token by
-// token, alternated in one process, Zen 5 VM).
-func rows32x512(name string, q8, q5 bool, small int) {
+// token, alternated in one process, Zen 5 VM). With far > 0 the codes are
+// prefetched into L2 far bytes past those prefetches too (tileVars.far).
+func rows32x512(name string, q8, q5 bool, small, far int) {
 	switch {
 	case q8:
 		TEXT(name, NOSPLIT, "func(codes, scales *byte, cstride, sstride int, a *int8, d *float32, np int, y *float32, rows, tiles, tstride int)")
@@ -421,6 +420,7 @@ func rows32x512(name string, q8, q5 bool, small int) {
 		KMOVD(m, kHi)
 	}
 	tv := beginTilesAhead(name, ahead, planes...)
+	tv.far = far
 	if wide {
 		CMPQ(lim, U8(32))
 		JG(LabelRef(name + "_rows8"))

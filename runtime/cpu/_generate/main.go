@@ -358,7 +358,7 @@ func beginTiles(name string, planes ...string) *tileVars {
 // (the small planes' bytes, ahead further on), not the whole ahead bytes
 // again. The first tile's start prefetches its first ahead bytes.
 func beginTilesAhead(name string, ahead int, planes ...string) *tileVars {
-	v := &tileVars{planes: planes, local: map[string]Mem{}, far: l2Ahead}
+	v := &tileVars{planes: planes, local: map[string]Mem{}}
 	for _, p := range planes {
 		v.local[p] = AllocLocal(8)
 	}
@@ -417,9 +417,6 @@ func (v *tileVars) prefetch(n int) {
 	ADDQ(U32(n), r)
 	MOVQ(r, v.pf)
 }
-
-// l2Ahead is tileVars.far for the rows kernels being written (0: none).
-var l2Ahead int
 
 // load returns the current tile's pointer of plane p.
 func (v *tileVars) load(p string) Register {
