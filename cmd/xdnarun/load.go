@@ -62,9 +62,15 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The matrices are checked where they are read from: as they are
-	// copied, or from the mapping (weights, below).
-	if errs := f.VerifyExcept(f.Packed); len(errs) > 0 {
+	// Every blob is checked once, before the device opens; with --no-mmap
+	// the matrices are instead checked where they are read from, as they
+	// are copied or, on a device other than the CPU, from the mapping
+	// (weights, below).
+	var later func(what string) bool
+	if o.noMmap {
+		later = f.Packed
+	}
+	if errs := f.VerifyExcept(later); len(errs) > 0 {
 		f.Close()
 		return nil, errs[0]
 	}
@@ -140,11 +146,15 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 // package, or with --no-mmap on the CPU a copy of the matrices in memory on
 // huge pages (engine.CopiedWeights), refused in one line when it would not
 // fit the memory available. A device other than the CPU multiplies its
-// planned matrices from its own buffers, and the rest stay mapped. Mapped
-// matrices are checked here, copied ones as they are read.
+// planned matrices from its own buffers, and the rest stay mapped. With
+// --no-mmap the matrices were not checked at open: mapped ones are checked
+// here, copied ones as they are read.
 func (l *loaded) weights(o loadOptions) (engine.Weights, error) {
 	f := l.file
-	if !o.noMmap || l.device != "cpu" {
+	if !o.noMmap {
+		return engine.FileWeights{F: f}, nil
+	}
+	if l.device != "cpu" {
 		if errs := f.VerifyExcept(func(what string) bool { return !f.Packed(what) }); len(errs) > 0 {
 			return nil, errs[0]
 		}
