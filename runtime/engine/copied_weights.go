@@ -39,11 +39,15 @@ func CopyBytes(f *layout.File) int64 {
 	var n int64
 	for _, t := range f.Manifest.Tensors {
 		if t.Format != layout.FormatRaw {
-			n += (t.Size + 4095) &^ 4095
+			n += pageUp(t.Size)
 		}
 	}
 	return n
 }
+
+// pageUp rounds n up to a whole number of the pages each copied matrix
+// starts on (the file's blob alignment).
+func pageUp(n int64) int64 { return (n + layout.BlobAlign - 1) &^ (layout.BlobAlign - 1) }
 
 // CopyWeights reserves the memory for a copy of f's matrices (see
 // CopiedWeights). Where the kernel has no transparent huge pages the copy
@@ -74,7 +78,7 @@ func (w *CopiedWeights) Matrix(name string) (*cpu.Matrix, bool, error) {
 	if err := w.F.ReadBlob(name, e.BlobRef, dst); err != nil {
 		return nil, true, err
 	}
-	w.at += (n + 4095) &^ 4095
+	w.at += int(pageUp(e.Size))
 	m = &cpu.Matrix{G: m.G, Blob: dst}
 	w.got[name] = m
 	return m, true, nil
