@@ -350,6 +350,7 @@ func (w *Writer) Commit(m *Manifest) error {
 		func() error { _, err := w.tmp.WriteAt(h[:], 0); return err },
 		func() error { return w.tmp.Truncate(moff + int64(len(body))) },
 		w.tmp.Sync,
+		func() error { dropCached(w.tmp); return nil },
 		w.tmp.Close,
 		func() error { return os.Rename(w.tmp.Name(), w.path) },
 	}
@@ -424,23 +425,23 @@ func mapFile(f *os.File, name string, size int64) (*File, error) {
 	if size < HeaderSize {
 		return nil, &FormatError{File: name, Offset: 0, Msg: fmt.Sprintf("%d bytes is too short for an .xdna header", size)}
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	data, unmap, err := mapShared(int(f.Fd()), size)
 	if err != nil {
-		return nil, fmt.Errorf("%s: mmap: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	xf, err := newFile(name, data)
 	if err != nil {
-		unix.Munmap(data)
+		unmap()
 		return nil, err
 	}
 	// A descriptor of its own for ReadBlob (the caller closes f).
 	fd, err := unix.Dup(int(f.Fd()))
 	if err != nil {
-		unix.Munmap(data)
+		unmap()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	xf.src = os.NewFile(uintptr(fd), name)
-	xf.unmap = func() error { return errors.Join(unix.Munmap(data), xf.src.Close()) }
+	xf.unmap = func() error { return errors.Join(unmap(), xf.src.Close()) }
 	return xf, nil
 }
 
@@ -536,6 +537,10 @@ func (f *File) Close() error {
 	}
 	return nil
 }
+
+// Size returns the file's size in bytes: Bytes(BlobRef{Size: f.Size()})
+// is the whole file.
+func (f *File) Size() int64 { return int64(len(f.data)) }
 
 // Bytes returns the blob r; it was bounds-checked at open.
 func (f *File) Bytes(r BlobRef) []byte { return f.data[r.Offset : r.Offset+r.Size : r.Offset+r.Size] }
