@@ -182,6 +182,15 @@ func (l *loaded) weightsFrom() string {
 	return "mapped"
 }
 
+// weightsMemory is the memory the CPU reads the matrices from: the copy,
+// or the mapped package.
+func (l *loaded) weightsMemory() []byte {
+	if l.copied != nil {
+		return l.copied.Memory()
+	}
+	return l.file.Bytes(layout.BlobRef{Size: l.file.Size()})
+}
+
 // closeCopy gives back the copy of the weights, once the model is closed.
 func (l *loaded) closeCopy() {
 	if l.copied != nil {

@@ -31,3 +31,61 @@ func TestHugeAlloc(t *testing.T) {
 		t.Errorf("0 bytes: %v, %d", err, len(mem))
 	}
 }
+
+func TestHugeShareParse(t *testing.T) {
+	smaps := `00400000-00600000 r--s 00000000 fe:00 12 /m.xdna
+Size:               2048 kB
+Rss:                2048 kB
+AnonHugePages:         0 kB
+FilePmdMapped:      2048 kB
+THPeligible:           0
+VmFlags: rd mr me sd hg
+00600000-00a00000 rw-p 00000000 00:00 0
+Rss:                1024 kB
+AnonHugePages:       512 kB
+ShmemPmdMapped:        0 kB
+00a00000-00b00000 rw-p 00000000 00:00 0
+Rss:                 100 kB
+AnonHugePages:       100 kB
+`
+	for _, c := range []struct {
+		lo, n          uintptr
+		resident, huge int64
+		wantErr        bool
+	}{
+		{0x400000, 0x200000, 2048 << 10, 2048 << 10, false},
+		{0x5ff000, 0x2000, 3072 << 10, 2560 << 10, false}, // both of the first two
+		{0x700000, 0x1000, 1024 << 10, 512 << 10, false},
+		{0xb00000, 0x1000, 0, 0, true}, // held by none
+	} {
+		r, h, err := hugeShare([]byte(smaps), c.lo, c.n)
+		if (err != nil) != c.wantErr || r != c.resident || h != c.huge {
+			t.Errorf("[%#x, +%#x): resident %d huge %d err %v; want %d %d err %v", c.lo, c.n, r, h, err, c.resident, c.huge, c.wantErr)
+		}
+	}
+	if _, _, err := hugeShare([]byte("zz-00400000 r--p\n"), 0x400000, 1); err == nil {
+		t.Error("a malformed mapping line: no error")
+	}
+}
+
+// TestHugeShare reads this process's smaps for memory it has written:
+// resident, and on huge pages no more than resident (how much is on huge
+// pages is the kernel's choice).
+func TestHugeShare(t *testing.T) {
+	mem, free, err := HugeAlloc(4 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer free()
+	for i := range mem {
+		mem[i] = 1
+	}
+	r, h, err := HugeShare(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r < int64(len(mem)) || h < 0 || h > r {
+		t.Errorf("resident %d, on huge pages %d, for %d bytes written", r, h, len(mem))
+	}
+	t.Logf("resident %d, on huge pages %d", r, h)
+}

@@ -87,6 +87,10 @@ func (w *CopiedWeights) Matrix(name string) (*cpu.Matrix, bool, error) {
 // Copied returns the bytes of the matrices read so far.
 func (w *CopiedWeights) Copied() int64 { return int64(w.at) }
 
+// Memory returns the copy's memory: the matrices read so far, and the room
+// reserved for the rest.
+func (w *CopiedWeights) Memory() []byte { return w.arena }
+
 // Close gives the copy's memory back. The matrices it served must no longer
 // be used.
 func (w *CopiedWeights) Close() error {
