@@ -10,16 +10,15 @@ import (
 // CopiedWeights serves a package's matrices from a copy in anonymous
 // memory on transparent huge pages, and its vectors from the mapped file
 // as FileWeights does (xdnarun --no-mmap). Decoding streams every matrix
-// once a token; from the file's mapping it reads 4 KiB pages, each a TLB
-// entry and a boundary the hardware prefetchers stop at, from the copy
-// 2 MiB pages. On the development VM (Zen 5, 2 threads; the two models
-// alternated token by token in one process, 150 tokens each after a
-// 128-token prompt, three runs) a token of the 0.5B shape took 12-14% less
-// time in Q4_0 and 10-11% in the Q4_K_M mix from the copy at one moment,
-// and as much time as from the mapping, or 2-4% more, half an hour later (on
-// anonymous 4 KiB pages 1-4% less both times), likely because a guest's
-// huge page is huge to the TLB only where its host backs it with one. So
-// the mapping stays the default.
+// once a token; the mapping is on 2 MiB pages only where the page cache
+// holds the file in 2 MiB folios (layout's mapShared), the copy wherever
+// the kernel gives anonymous huge pages. On the development VM (Zen 5, 2
+// threads) the copy against 4 KiB-mapped weights was 1.09-1.17x as fast
+// in decode at one moment and 0.93x half an hour later (likely because a
+// guest's huge page is huge to the TLB only where its host backs it with
+// one), and the next day 0.94-1.13x (medians of 4-6 alternated runs),
+// within the noise of a mapping on huge pages. So the mapping stays the
+// default.
 //
 // Each matrix is read from the file (layout.File.ReadBlob: pread, which
 // touches none of the mapping's pages) when the engine asks for it, and
