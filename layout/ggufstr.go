@@ -8,8 +8,8 @@ import (
 	"os"
 )
 
-// readGGUFStrings returns the exact string and string-array values of keys
-// in the metadata of the GGUF file at path.
+// readGGUFStrings returns the exact values of every metadata key of the
+// GGUF file at path whose value is a string or an array of strings.
 //
 // It exists because the third-party parser behind layout.OpenGGUF
 // (gguf-parser-go v0.28.2, _GGUFReader.ReadString) applies bytes.TrimSpace to
@@ -18,7 +18,7 @@ import (
 // vocabulary). OpenGGUF therefore reads every string value again here,
 // bounded by the file size, with every count checked against the bytes that
 // remain.
-func readGGUFStrings(path string, keys ...string) (map[string]any, error) {
+func readGGUFStrings(path string) (map[string]any, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -29,10 +29,6 @@ func readGGUFStrings(path string, keys ...string) (map[string]any, error) {
 		return nil, err
 	}
 	r := &ggufReader{r: bufio.NewReaderSize(f, 1<<16), size: st.Size(), path: path}
-	want := map[string]bool{}
-	for _, k := range keys {
-		want[k] = true
-	}
 	if m := r.read(4); r.err == nil && string(m) != "GGUF" {
 		r.fail("not a GGUF file")
 	}
@@ -43,33 +39,29 @@ func readGGUFStrings(path string, keys ...string) (map[string]any, error) {
 	r.u64() // tensor count
 	nkv := r.count(9)
 	out := map[string]any{}
-	for i := 0; i < nkv && r.err == nil && len(out) < len(want); i++ {
+	for i := 0; i < nkv && r.err == nil; i++ {
 		key := r.str()
 		typ := r.u32()
 		if r.err != nil {
 			break
-		}
-		if !want[key] {
-			r.skipValue(typ, 0)
-			continue
 		}
 		switch typ {
 		case ggufString:
 			out[key] = r.str()
 		case ggufArray:
 			et := r.u32()
-			n := r.count(8)
-			if r.err == nil && et != ggufString {
-				r.fail("%q is an array of type %d, not of strings", key, et)
-				break
+			if et != ggufString {
+				r.skipArray(et, 0)
+				continue
 			}
+			n := r.count(8)
 			ss := make([]string, 0, min(n, 1<<20))
 			for j := 0; j < n && r.err == nil; j++ {
 				ss = append(ss, r.str())
 			}
 			out[key] = ss
 		default:
-			r.fail("%q has type %d, not a string", key, typ)
+			r.skipValue(typ, 0)
 		}
 	}
 	if r.err != nil {
@@ -178,17 +170,22 @@ func (r *ggufReader) skipValue(typ uint32, depth int) {
 			r.fail("arrays nested too deep")
 			return
 		}
-		et := r.u32()
-		if sz, ok := ggufSizes[et]; ok {
-			n := r.count(sz)
-			r.skip(int64(n) * sz)
-			return
-		}
-		n := r.count(8)
-		for i := 0; i < n && r.err == nil; i++ {
-			r.skipValue(et, depth+1)
-		}
+		r.skipArray(r.u32(), depth)
 	default:
 		r.fail("unknown value type %d", typ)
+	}
+}
+
+// skipArray skips the count and the elements of an array of type et, the
+// array's own type having been read.
+func (r *ggufReader) skipArray(et uint32, depth int) {
+	if sz, ok := ggufSizes[et]; ok {
+		n := r.count(sz)
+		r.skip(int64(n) * sz)
+		return
+	}
+	n := r.count(8)
+	for i := 0; i < n && r.err == nil; i++ {
+		r.skipValue(et, depth+1)
 	}
 }
