@@ -123,8 +123,11 @@ var shapes05B = []struct {
 // in decoding; MB/s is the weight bandwidth, to compare with
 // BenchmarkStreamRead.
 func BenchmarkDecode05B(b *testing.B) {
-	for _, typ := range []planar.Type{planar.Q4_0, planar.Q8_0, planar.Q5_0} {
+	for _, typ := range []planar.Type{planar.Q4_0, planar.Q8_0, planar.Q5_0, planar.Q6_K, planar.Q4_K} {
 		for _, sh := range shapes05B {
+			if sh.k%typ.BlockSize() != 0 || sh.t%typ.BlockSize() != 0 {
+				continue
+			}
 			g := planar.Geometry{Type: typ, N: sh.n, K: sh.k, Columns: 8, KTile: sh.t}
 			ms := make([]*Matrix, max(1, (96<<20)/g.Size()))
 			for i := range ms {
