@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestBlobBuf checks BlobBuf's alignment and capacity on the sizes around
@@ -134,103 +132,5 @@ func TestWriterSpliceBytes(t *testing.T) {
 		if b := write(v.splice, v.prealloc); !bytes.Equal(a, b) {
 			t.Fatalf("splice gave %d bytes, splice %v preallocated %v %d, or other bytes", len(a), v.splice, v.prealloc, len(b))
 		}
-	}
-}
-
-// TestMapShared maps files on and off page sizes: from a huge-page
-// boundary, byte for byte the file, and unmapped by the function returned.
-func TestMapShared(t *testing.T) {
-	for _, size := range []int{HeaderSize, 4096, 3<<20 + 17} {
-		want := make([]byte, size)
-		for i := range want {
-			want[i] = byte(i*7 + i>>12)
-		}
-		path := filepath.Join(t.TempDir(), "m")
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, unmap, err := mapShared(int(f.Fd()), int64(size))
-		f.Close()
-		if err != nil {
-			t.Fatalf("%d bytes: %v", size, err)
-		}
-		if a := uintptr(unsafe.Pointer(&data[0])) % hugePage; a != 0 {
-			t.Errorf("%d bytes: mapped %d bytes past a huge-page boundary", size, a)
-		}
-		if !bytes.Equal(data, want) {
-			t.Errorf("%d bytes: the mapping is not the file", size)
-		}
-		if err := unmap(); err != nil {
-			t.Errorf("%d bytes: unmap: %v", size, err)
-		}
-	}
-}
-
-// TestCommitDropsCache: a committed file is on the disk and none of it is
-// left in the page cache (dropCached), so that its next reader reads it
-// into the folios a huge-page mapping can map. Where the file system is
-// memory (tmpfs), its pages are the file, and the test says so and skips.
-func TestCommitDropsCache(t *testing.T) {
-	dir := t.TempDir()
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	if st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC {
-		t.Skipf("%s is in memory (tmpfs): its pages cannot be dropped", dir)
-	}
-	path := filepath.Join(dir, "c.xdna")
-	w, err := Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob := make([]byte, 3<<20)
-	for i := range blob {
-		blob[i] = byte(i)
-	}
-	ref, err := w.AddBlob(blob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &Manifest{Format: "xdna", Version: ManifestVersion, Creator: "test",
-		Package: Package{Target: "xdna1", Columns: 4, CPUMaxN: 256}, Model: Params{Arch: "llama"},
-		Tensors: []TensorEntry{{Name: "output_norm.weight", Shape: []int{len(blob) / 4}, Type: "F32", Format: FormatRaw, BlobRef: ref, Device: "cpu", Reason: "1-D"}}}
-	if err := w.Commit(m); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fi, _ := f.Stat()
-	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(data)
-	vec := make([]byte, (len(data)+4095)/4096)
-	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&data[0])), uintptr(len(data)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-		t.Fatal("mincore:", e)
-	}
-	cached := 0
-	for _, v := range vec {
-		cached += int(v & 1)
-	}
-	if cached > 0 {
-		t.Errorf("%d of %d pages of the committed file are in the page cache", cached, len(vec))
-	}
-	// And the file is whole: read back through the cache it was dropped from.
-	xf, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer xf.Close()
-	if errs := xf.Verify(); len(errs) > 0 || !bytes.Equal(xf.Bytes(ref), blob) {
-		t.Errorf("read back: %v", errs)
 	}
 }

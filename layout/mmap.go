@@ -2,6 +2,7 @@ package layout
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"unsafe"
 
@@ -11,6 +12,45 @@ import (
 // hugePage is the size of a transparent huge page on x86-64: the alignment
 // of a package's mapping (mapShared).
 const hugePage = 2 << 20
+
+// ChunkWriter returns a writer that writes to w, from its start, in whole
+// chunks of 2 MiB (the last excepted), and the function that writes what it
+// holds: a package written so is cached, where the kernel can, in 2 MiB
+// folios, each written whole by one write at a 2 MiB offset, which a
+// mapping maps on huge pages (see mapShared). Smaller or unaligned writes
+// make smaller folios, which the cache keeps as long as the file is read.
+// (A bufio.Writer does not do this: it hands a large write, or the rest of
+// a copy into an *os.File, to the file as it comes.)
+func ChunkWriter(w io.Writer) (io.Writer, func() error) {
+	c := &chunkWriter{w: w, buf: make([]byte, 0, hugePage)}
+	return c, c.flush
+}
+
+type chunkWriter struct {
+	w   io.Writer
+	buf []byte
+	err error
+}
+
+func (c *chunkWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 && c.err == nil {
+		k := copy(c.buf[len(c.buf):cap(c.buf)], p)
+		c.buf, p, n = c.buf[:len(c.buf)+k], p[k:], n+k
+		if len(c.buf) == cap(c.buf) {
+			c.flush()
+		}
+	}
+	return n, c.err
+}
+
+func (c *chunkWriter) flush() error {
+	if c.err == nil && len(c.buf) > 0 {
+		_, c.err = c.w.Write(c.buf)
+		c.buf = c.buf[:0]
+	}
+	return c.err
+}
 
 // mapShared maps size bytes of the file fd read-only, from a hugePage
 // boundary of the address space, advised onto huge pages (MADV_HUGEPAGE),

@@ -85,7 +85,7 @@ func openZstd(f *os.File, name string, size int64) (*File, error) {
 		os.Remove(tmp.Name())
 		return nil, err
 	}
-	w := bufio.NewWriterSize(tmp, 1<<20)
+	w, flush := ChunkWriter(tmp) // whole 2 MiB chunks: the cache can map them on huge pages
 	w.Write(h[:])
 	n, err := io.Copy(w, io.LimitReader(d, int64(fsize)-HeaderSize+1))
 	switch {
@@ -96,7 +96,7 @@ func openZstd(f *os.File, name string, size int64) (*File, error) {
 	case n < int64(fsize)-HeaderSize:
 		return fail(ferr("expands to %d bytes, its header declares %d", n+HeaderSize, fsize))
 	}
-	if err := w.Flush(); err != nil {
+	if err := flush(); err != nil {
 		return fail(fmt.Errorf("unpacking %s: %w", name, tempErr(path, err)))
 	}
 	// Validate before the file takes its name in the cache.

@@ -264,7 +264,13 @@ func (s *Store) unpack(layer ocispec.Descriptor) error {
 		return err
 	}
 	fail := func(err error) error { tmp.Close(); os.Remove(tmp.Name()); return err }
-	if _, err := io.Copy(tmp, dec); err != nil {
+	// Whole 2 MiB chunks, so that the package is cached in folios a mapping
+	// can map on huge pages (layout.ChunkWriter).
+	w, flush := layout.ChunkWriter(tmp)
+	if _, err := io.Copy(w, dec); err != nil {
+		return fail(fmt.Errorf("unpack layer %s: %w", short(layer.Digest), err))
+	}
+	if err := flush(); err != nil {
 		return fail(fmt.Errorf("unpack layer %s: %w", short(layer.Digest), err))
 	}
 	if err := vr.Verify(); err != nil {

@@ -1,0 +1,166 @@
+package layout
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// sizesWriter records the size of every write and keeps the bytes.
+type sizesWriter struct {
+	bytes.Buffer
+	sizes []int
+	fail  int // the write that fails (1-based), 0 for none
+}
+
+func (w *sizesWriter) Write(p []byte) (int, error) {
+	w.sizes = append(w.sizes, len(p))
+	if len(w.sizes) == w.fail {
+		return 0, errors.New("disk full")
+	}
+	return w.Buffer.Write(p)
+}
+
+// TestChunkWriter: whatever the sizes written to it, the writer below sees
+// whole 2 MiB chunks but the last, and the same bytes; an error of the
+// writer below is returned, by the write that met it or by the flush.
+func TestChunkWriter(t *testing.T) {
+	src := make([]byte, 3*hugePage+12345)
+	for i := range src {
+		src[i] = byte(i*31 + i>>16)
+	}
+	for _, pieces := range [][]int{{64, 5 << 20}, {1}, {hugePage}, {hugePage - 1, 1, 7}, {len(src)}} {
+		var sw sizesWriter
+		w, flush := ChunkWriter(&sw)
+		off := 0
+		for i := 0; off < len(src); i++ {
+			n := min(pieces[i%len(pieces)], len(src)-off)
+			if k, err := w.Write(src[off : off+n]); k != n || err != nil {
+				t.Fatalf("pieces %v: Write(%d) = %d, %v", pieces, n, k, err)
+			}
+			off += n
+		}
+		if err := flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(sw.Bytes(), src) {
+			t.Errorf("pieces %v: the bytes differ", pieces)
+		}
+		for i, n := range sw.sizes {
+			if i < len(sw.sizes)-1 && n != hugePage || n == 0 {
+				t.Errorf("pieces %v: write %d of %d is %d bytes", pieces, i+1, len(sw.sizes), n)
+			}
+		}
+	}
+	sw := sizesWriter{fail: 2}
+	w, flush := ChunkWriter(&sw)
+	if _, err := w.Write(src); err == nil {
+		t.Error("a failed write below: no error from Write")
+	}
+	if err := flush(); err == nil {
+		t.Error("a failed write below: no error from the flush")
+	}
+}
+
+// TestMapShared maps files on and off page sizes: from a huge-page
+// boundary, byte for byte the file, and unmapped by the function returned.
+func TestMapShared(t *testing.T) {
+	for _, size := range []int{HeaderSize, 4096, 3<<20 + 17} {
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte(i*7 + i>>12)
+		}
+		path := filepath.Join(t.TempDir(), "m")
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, unmap, err := mapShared(int(f.Fd()), int64(size))
+		f.Close()
+		if err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		if a := uintptr(unsafe.Pointer(&data[0])) % hugePage; a != 0 {
+			t.Errorf("%d bytes: mapped %d bytes past a huge-page boundary", size, a)
+		}
+		if !bytes.Equal(data, want) {
+			t.Errorf("%d bytes: the mapping is not the file", size)
+		}
+		if err := unmap(); err != nil {
+			t.Errorf("%d bytes: unmap: %v", size, err)
+		}
+	}
+}
+
+// TestCommitDropsCache: a committed file is on the disk and none of it is
+// left in the page cache (dropCached), so that its next reader reads it
+// into the folios a huge-page mapping can map. Where the file system is
+// memory (tmpfs), its pages are the file, and the test says so and skips.
+func TestCommitDropsCache(t *testing.T) {
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC {
+		t.Skipf("%s is in memory (tmpfs): its pages cannot be dropped", dir)
+	}
+	path := filepath.Join(dir, "c.xdna")
+	w, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := make([]byte, 3<<20)
+	for i := range blob {
+		blob[i] = byte(i)
+	}
+	ref, err := w.AddBlob(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manifest{Format: "xdna", Version: ManifestVersion, Creator: "test",
+		Package: Package{Target: "xdna1", Columns: 4, CPUMaxN: 256}, Model: Params{Arch: "llama"},
+		Tensors: []TensorEntry{{Name: "output_norm.weight", Shape: []int{len(blob) / 4}, Type: "F32", Format: FormatRaw, BlobRef: ref, Device: "cpu", Reason: "1-D"}}}
+	if err := w.Commit(m); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(data)
+	vec := make([]byte, (len(data)+4095)/4096)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&data[0])), uintptr(len(data)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatal("mincore:", e)
+	}
+	cached := 0
+	for _, v := range vec {
+		cached += int(v & 1)
+	}
+	if cached > 0 {
+		t.Errorf("%d of %d pages of the committed file are in the page cache", cached, len(vec))
+	}
+	// And the file is whole: read back through the cache it was dropped from.
+	xf, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer xf.Close()
+	if errs := xf.Verify(); len(errs) > 0 || !bytes.Equal(xf.Bytes(ref), blob) {
+		t.Errorf("read back: %v", errs)
+	}
+}
