@@ -283,15 +283,7 @@ func Run(ctx context.Context, opt *Options) (*Plan, error) {
 		Package: layout.Package{Target: opt.Target, Columns: tgt.Columns, CatalogVersion: opt.Catalog.Version, CPUMaxN: opt.CPUMaxN},
 		Model:   plan.Params,
 	}
-	// The metadata is hashed on another goroutine, beside the tokenizer and
-	// the pipeline's start (10-13 ms for a vocabulary of 128 Ki tokens); the
-	// pipeline's hasher writes the tensors after it (afterHash).
 	digest := blake3.New()
-	metaHashed := make(chan struct{})
-	go func() {
-		hashMetadata(digest, g)
-		close(metaHashed)
-	}()
 
 	if _, ok := g.Strings("tokenizer.ggml.tokens"); ok {
 		v, err := tokenizer.VocabFromGGUF(g)
@@ -307,11 +299,9 @@ func Run(ctx context.Context, opt *Options) (*Plan, error) {
 		}
 	}
 
-	if err := writeTensors(ctx, opt, g, src, plan, w, m, &afterHash{Hash: digest, ready: metaHashed}); err != nil {
-		<-metaHashed
+	if err := writeTensors(ctx, opt, g, src, plan, w, m, digest); err != nil {
 		return nil, err
 	}
-	<-metaHashed
 	m.Source.ContentDigest = layout.ContentScheme + ":" + hex.EncodeToString(digest.Sum(nil))
 
 	for _, s := range plan.Slots {
@@ -381,23 +371,6 @@ func grow(b []byte, n int) []byte {
 		return make([]byte, n)
 	}
 	return b[:n]
-}
-
-// afterHash is a hash whose first write, or sum, waits until ready is
-// closed: what was written to the hash before that comes first.
-type afterHash struct {
-	hash.Hash
-	ready <-chan struct{}
-}
-
-func (h *afterHash) Write(p []byte) (int, error) {
-	<-h.ready
-	return h.Hash.Write(p)
-}
-
-func (h *afterHash) Sum(b []byte) []byte {
-	<-h.ready
-	return h.Hash.Sum(b)
 }
 
 // hashMetadata feeds the metadata to h in key order, so file order does not matter.

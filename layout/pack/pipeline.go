@@ -69,8 +69,9 @@ import (
 var inFlight int64 = 64 << 20
 
 // writeTensors reads, hashes, repacks and writes the tensors of plan, in
-// plan order, appending their manifest entries to m. Its tensor stage is
-// a variable so that the tests can run the serial reference instead.
+// plan order, appending their manifest entries to m; digest gets the
+// metadata (hashMetadata), then the tensors. It is a variable so that the
+// tests can run the serial reference instead.
 var writeTensors = writeTensorsPipelined
 
 // packJob is one plan entry on its way through the pipeline.
@@ -177,8 +178,11 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 	// runs ahead of the packers rather than in step with their writes (on the
 	// development VM, as the reader that also hashed, it waited 0.3-0.9 s
 	// of 2.3 s for them when one budget held both). After a cancel it
-	// hashes nothing more.
+	// hashes nothing more. The metadata comes first, hashed here beside the
+	// reader's first reads rather than before the pipeline starts (10-13 ms
+	// for a vocabulary of 128 Ki tokens).
 	wg.Go(func() {
+		hashMetadata(digest, g)
 		for j := range toHash {
 			off := 0
 			for _, t := range j.e.parts {

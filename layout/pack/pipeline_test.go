@@ -29,6 +29,7 @@ func writeTensorsSerial(ctx context.Context, opt *Options, g *layout.GGUF, src i
 		total += e.Size
 	}
 	var srcBuf, dstBuf []byte
+	hashMetadata(digest, g)
 	for _, e := range plan.Entries {
 		if err := ctx.Err(); err != nil {
 			return err
