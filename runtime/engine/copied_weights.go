@@ -64,11 +64,10 @@ func (w *CopiedWeights) Matrix(name string) (*cpu.Matrix, bool, error) {
 	if m, ok := w.got[name]; ok {
 		return m, true, nil
 	}
-	m, ok, err := w.FileWeights.Matrix(name)
+	e, m, ok, err := w.FileWeights.matrix(name)
 	if !ok || err != nil {
 		return m, ok, err
 	}
-	e := w.F.Manifest.Tensor(name)
 	n := int(e.Size)
 	if w.at+n > len(w.arena) {
 		return nil, true, fmt.Errorf("tensor %q: %d bytes past the copy's %d", name, w.at+n-len(w.arena), len(w.arena))

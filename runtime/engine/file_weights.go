@@ -17,18 +17,24 @@ import (
 type FileWeights struct{ F *layout.File }
 
 func (w FileWeights) Matrix(name string) (*cpu.Matrix, bool, error) {
+	_, m, ok, err := w.matrix(name)
+	return m, ok, err
+}
+
+// matrix is Matrix, with the tensor's manifest entry.
+func (w FileWeights) matrix(name string) (*layout.TensorEntry, *cpu.Matrix, bool, error) {
 	e, blob, ok := w.F.Tensor(name)
 	if !ok {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	if e.Format == layout.FormatRaw {
-		return nil, true, fmt.Errorf("tensor %q: stored raw, not as a matrix", name)
+		return nil, nil, true, fmt.Errorf("tensor %q: stored raw, not as a matrix", name)
 	}
 	g, err := e.Geometry(w.F.Manifest.Package.Columns)
 	if err != nil {
-		return nil, true, fmt.Errorf("tensor %q: %w", name, err)
+		return nil, nil, true, fmt.Errorf("tensor %q: %w", name, err)
 	}
-	return &cpu.Matrix{G: g, Blob: blob}, true, nil
+	return e, &cpu.Matrix{G: g, Blob: blob}, true, nil
 }
 
 func (w FileWeights) Vector(name string) ([]float32, bool, error) {
