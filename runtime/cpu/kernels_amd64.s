@@ -4532,20 +4532,24 @@ q5_0RowsAVX512_rows8_pair:
 	VADDPS          (R9), Y8, Y8
 
 q5_0RowsAVX512_rows8_store:
-	VMOVUPS Y8, (R9)
-	ADDQ    $0x20, R9
-	MOVQ    R9, 32(SP)
-	MOVQ    (SP), R9
-	LEAQ    (R9)(AX*8), R9
-	MOVQ    R9, (SP)
-	MOVQ    8(SP), R9
-	LEAQ    (R9)(CX*8), R9
-	MOVQ    R9, 8(SP)
-	MOVQ    16(SP), R9
-	LEAQ    (R9)(DX*8), R9
-	MOVQ    R9, 16(SP)
-	SUBQ    $0x08, 24(SP)
-	JMP     q5_0RowsAVX512_rows8
+	VMOVUPS    Y8, (R9)
+	ADDQ       $0x20, R9
+	MOVQ       R9, 32(SP)
+	MOVQ       (SP), R9
+	LEAQ       (R9)(AX*8), R9
+	MOVQ       R9, (SP)
+	MOVQ       8(SP), R9
+	PREFETCHT0 512(R9)
+	PREFETCHT0 576(R9)
+	LEAQ       (R9)(CX*8), R9
+	MOVQ       R9, 8(SP)
+	MOVQ       16(SP), R9
+	PREFETCHT0 512(R9)
+	PREFETCHT0 576(R9)
+	LEAQ       (R9)(DX*8), R9
+	MOVQ       R9, 16(SP)
+	SUBQ       $0x08, 24(SP)
+	JMP        q5_0RowsAVX512_rows8
 
 q5_0RowsAVX512_rows4:
 	CMPQ      24(SP), $0x04
@@ -4636,20 +4640,22 @@ q5_0RowsAVX512_rows4_pair:
 	VADDPS          (R9), X17, X17
 
 q5_0RowsAVX512_rows4_store:
-	VMOVUPS X17, (R9)
-	ADDQ    $0x10, R9
-	MOVQ    R9, 32(SP)
-	MOVQ    (SP), R9
-	LEAQ    (R9)(AX*4), R9
-	MOVQ    R9, (SP)
-	MOVQ    8(SP), R9
-	LEAQ    (R9)(CX*4), R9
-	MOVQ    R9, 8(SP)
-	MOVQ    16(SP), R9
-	LEAQ    (R9)(DX*4), R9
-	MOVQ    R9, 16(SP)
-	SUBQ    $0x04, 24(SP)
-	JMP     q5_0RowsAVX512_rows4
+	VMOVUPS    X17, (R9)
+	ADDQ       $0x10, R9
+	MOVQ       R9, 32(SP)
+	MOVQ       (SP), R9
+	LEAQ       (R9)(AX*4), R9
+	MOVQ       R9, (SP)
+	MOVQ       8(SP), R9
+	PREFETCHT0 512(R9)
+	LEAQ       (R9)(CX*4), R9
+	MOVQ       R9, 8(SP)
+	MOVQ       16(SP), R9
+	PREFETCHT0 512(R9)
+	LEAQ       (R9)(DX*4), R9
+	MOVQ       R9, 16(SP)
+	SUBQ       $0x04, 24(SP)
+	JMP        q5_0RowsAVX512_rows4
 
 q5_0RowsAVX512_rowsdone:
 	MOVQ codes+0(FP), R9

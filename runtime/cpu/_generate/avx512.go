@@ -50,7 +50,22 @@ func avx512() {
 	// kernel prefetching the scales too (rows32x512), and the codes into
 	// L2 a further tallL2Ahead bytes on (tileVars.far).
 	rows32x512("q4_0RowsTallAVX512", false, false, planeAhead, tallL2Ahead)
-	rowsQ4x512("q5_0RowsAVX512", true)
+	// Q5_0 prefetching its small planes (high bits, scales) as the tall
+	// Q4_0 kernel does its scales, on column groups of every height: they
+	// are a quarter of its bytes, and on a tall group the hardware's
+	// prefetcher left the kernel waiting for them. The 0.5B shapes read
+	// from memory, the two kernels alternated in one process (2 threads,
+	// 30 rounds, three runs, Zen 5 VM, 2026-12-05 06:40-06:50 UTC): gate_up
+	// 1.02-1.09x (one thread 1.13x), qkv 1.02-1.06x, attn_output
+	// 0.97-1.01x, ffn_down 1.02-1.08x. Their L2 prefetches too (far,
+	// tallL2Ahead) took ffn_down (K-tiles of 256) 1.2-1.3x further but
+	// attn_output 0.93x, and decode of the Q4_K_M mix, whose ffn_down is
+	// not Q5_0, lost 1-2%. Decoding the Q4_K_M mix token by token, the
+	// two alternated in one process (the median of 300 per-token time
+	// ratios, 9 runs at 06:47 and 07:03 UTC): 1.02-1.07x faster; whole
+	// `xdnarun bench -p 128 -n 64 -r 1` runs alternated with the kernel
+	// before (16 rounds, 06:51 UTC): decode 1.079x, prefill 1.017x.
+	rows32x512("q5_0RowsAVX512", false, true, planeAhead, 0)
 	rowsQ4Kx512("q4_KRowsAVX512", false)
 	rowsQ4Kx512("q5_KRowsAVX512", true)
 	rowsQ6x512("q6_KRowsAVX512")
@@ -291,7 +306,7 @@ func finish4(r VecVirtual, psc, ss Register, dx Mem, c consts512, acc VecVirtual
 func rowsQ8x512(name string) { rows32x512(name, true, false, 0, 0) }
 
 // rowsQ4x512 writes the Q4_0 (q5: Q5_0) rows kernel (the arguments of
-// rowsQ4): rows32x512.
+// rowsQ4) without the small planes' prefetches: rows32x512.
 func rowsQ4x512(name string, q5 bool) { rows32x512(name, false, q5, 0, 0) }
 
 // rows32x512 writes the Q8_0 (q8), Q4_0 or Q5_0 (q5) rows kernel, a pair of
