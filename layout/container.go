@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xdna-go/xdna/internal/hugepage"
 )
 
 // The .xdna container: a 64-byte header, blobs each on a BlobAlign boundary
@@ -425,7 +427,7 @@ func mapFile(f *os.File, name string, size int64) (*File, error) {
 	if size < HeaderSize {
 		return nil, &FormatError{File: name, Offset: 0, Msg: fmt.Sprintf("%d bytes is too short for an .xdna header", size)}
 	}
-	data, unmap, err := mapShared(int(f.Fd()), size)
+	data, unmap, err := hugepage.MapFile(int(f.Fd()), size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xdna-go/xdna/internal/hugepage"
 )
 
 // sizesWriter records the size of every write and keeps the bytes.
@@ -30,11 +32,11 @@ func (w *sizesWriter) Write(p []byte) (int, error) {
 // whole 2 MiB chunks but the last, and the same bytes; an error of the
 // writer below is returned, by the write that met it or by the flush.
 func TestChunkWriter(t *testing.T) {
-	src := make([]byte, 3*hugePage+12345)
+	src := make([]byte, 3*hugepage.Size+12345)
 	for i := range src {
 		src[i] = byte(i*31 + i>>16)
 	}
-	for _, pieces := range [][]int{{64, 5 << 20}, {1}, {hugePage}, {hugePage - 1, 1, 7}, {len(src)}} {
+	for _, pieces := range [][]int{{64, 5 << 20}, {1}, {hugepage.Size}, {hugepage.Size - 1, 1, 7}, {len(src)}} {
 		var sw sizesWriter
 		w, flush := ChunkWriter(&sw)
 		off := 0
@@ -52,7 +54,7 @@ func TestChunkWriter(t *testing.T) {
 			t.Errorf("pieces %v: the bytes differ", pieces)
 		}
 		for i, n := range sw.sizes {
-			if i < len(sw.sizes)-1 && n != hugePage || n == 0 {
+			if i < len(sw.sizes)-1 && n != hugepage.Size || n == 0 {
 				t.Errorf("pieces %v: write %d of %d is %d bytes", pieces, i+1, len(sw.sizes), n)
 			}
 		}
@@ -64,39 +66,6 @@ func TestChunkWriter(t *testing.T) {
 	}
 	if err := flush(); err == nil {
 		t.Error("a failed write below: no error from the flush")
-	}
-}
-
-// TestMapShared maps files on and off page sizes: from a huge-page
-// boundary, byte for byte the file, and unmapped by the function returned.
-func TestMapShared(t *testing.T) {
-	for _, size := range []int{HeaderSize, 4096, 3<<20 + 17} {
-		want := make([]byte, size)
-		for i := range want {
-			want[i] = byte(i*7 + i>>12)
-		}
-		path := filepath.Join(t.TempDir(), "m")
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, unmap, err := mapShared(int(f.Fd()), int64(size))
-		f.Close()
-		if err != nil {
-			t.Fatalf("%d bytes: %v", size, err)
-		}
-		if a := uintptr(unsafe.Pointer(&data[0])) % hugePage; a != 0 {
-			t.Errorf("%d bytes: mapped %d bytes past a huge-page boundary", size, a)
-		}
-		if !bytes.Equal(data, want) {
-			t.Errorf("%d bytes: the mapping is not the file", size)
-		}
-		if err := unmap(); err != nil {
-			t.Errorf("%d bytes: unmap: %v", size, err)
-		}
 	}
 }
 

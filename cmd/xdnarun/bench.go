@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdna-go/xdna/internal/hugepage"
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/engine"
@@ -87,7 +88,7 @@ type benchResult struct {
 	// package, in place) or memory (--no-mmap: a copy on huge pages).
 	Weights string `json:"weights"`
 	// WeightsHugePct is the share of the resident weights' memory on huge
-	// pages after the run (cpu.HugeShare; absent where /proc/self/smaps
+	// pages after the run (hugepage.Share; absent where /proc/self/smaps
 	// cannot tell).
 	WeightsHugePct *float64 `json:"weights_huge_pct,omitempty"`
 	PromptTokens   int      `json:"n_prompt"`
@@ -251,7 +252,7 @@ func runBench(ctx context.Context, path string, o *benchOptions, stdout, stderr 
 	res.StreamGBs = median(gbs)
 	res.BandwidthPct = 100 * res.WeightGBs / res.StreamGBs
 	huge := "?"
-	if resident, h, err := cpu.HugeShare(l.weightsMemory()); err == nil && resident > 0 {
+	if resident, h, err := hugepage.Share(l.weightsMemory()); err == nil && resident > 0 {
 		pct := 100 * float64(h) / float64(resident)
 		res.WeightsHugePct, huge = &pct, fmt.Sprintf("%.0f%%", pct)
 	}
@@ -336,14 +337,14 @@ var sink uint64
 
 // streamBuf is the buffer of the streaming-read measurement: 512 MiB, far
 // more than any cache, on huge pages where the kernel gives them
-// (cpu.HugeAlloc), as the weights may be: the yardstick is the fastest
+// (hugepage.Alloc), as the weights may be: the yardstick is the fastest
 // read of memory the machine does (on the development VM the read from
 // huge pages was 3-14% faster than from 4 KiB ones, alternated).
 type streamBuf []uint64
 
 func newStreamBuf() (streamBuf, func() error) {
 	const size = 512 << 20
-	mem, free, err := cpu.HugeAlloc(size)
+	mem, free, err := hugepage.Alloc(size)
 	if err != nil { // no room to map: the heap's pages
 		mem, free = make([]byte, size), func() error { return nil }
 	}

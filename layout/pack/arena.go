@@ -3,8 +3,7 @@ package pack
 import (
 	"sync"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/xdna-go/xdna/internal/hugepage"
 	"github.com/xdna-go/xdna/layout"
 )
 
@@ -22,7 +21,7 @@ import (
 // included, in whole pages.
 //
 // The region is mapped anonymous memory, in huge pages where the system
-// gives them (MADV_HUGEPAGE): faulting in 64 MiB a 4 KiB page at a time
+// gives them (hugepage.Alloc): faulting in 64 MiB a 4 KiB page at a time
 // took 5% of the pack's CPU time on the development VM. free unmaps it.
 //
 // A buffer larger than the region waits until the region is empty, gets a
@@ -34,12 +33,12 @@ import (
 type arena struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
-	buf      []byte  // [size] the region, BlobAlign-aligned; allocated at the first get
-	mapped   bool    // buf is an anonymous mapping (free unmaps it)
-	big      []byte  // [cap] the last buffer larger than the region, from the heap
-	size     int64   // a multiple of layout.BlobAlign
-	head     int64   // position of the next buffer: ring offset head%size, lap head/size
-	spans    []*span // handed out, in order; spans[0] starts at the tail
+	buf      []byte       // [size] the region, BlobAlign-aligned; allocated at the first get
+	unmap    func() error // buf is an anonymous mapping, which this unmaps; else nil
+	big      []byte       // [cap] the last buffer larger than the region, from the heap
+	size     int64        // a multiple of layout.BlobAlign
+	head     int64        // position of the next buffer: ring offset head%size, lap head/size
+	spans    []*span      // handed out, in order; spans[0] starts at the tail
 	canceled bool
 }
 
@@ -106,23 +105,22 @@ func (a *arena) get(n int) ([]byte, *span, bool) {
 
 // alloc maps the region, or takes it from the heap if it cannot be mapped.
 func (a *arena) alloc() {
-	b, err := unix.Mmap(-1, 0, int(a.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	b, unmap, err := hugepage.Alloc(int(a.size))
 	if err != nil {
 		a.buf = layout.BlobBuf(int(a.size))
 		return
 	}
-	unix.Madvise(b, unix.MADV_HUGEPAGE) // advice: 4 KiB pages where refused
-	a.buf, a.mapped = b, true
+	a.buf, a.unmap = b, unmap
 }
 
 // free unmaps the region. No buffer of the arena may be used after it.
 func (a *arena) free() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.mapped {
-		unix.Munmap(a.buf)
+	if a.unmap != nil {
+		a.unmap()
 	}
-	a.buf, a.mapped, a.big = nil, false, nil
+	a.buf, a.unmap, a.big = nil, nil, nil
 }
 
 // put gives back the buffer of span s.

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/xdna-go/xdna/internal/hugepage"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/runtime/cpu"
 )
@@ -11,7 +12,7 @@ import (
 // memory on transparent huge pages, and its vectors from the mapped file
 // as FileWeights does (xdnarun --no-mmap). Decoding streams every matrix
 // once a token; the mapping is on 2 MiB pages only where the page cache
-// holds the file in 2 MiB folios (layout's mapShared), the copy wherever
+// holds the file in 2 MiB folios (hugepage.MapFile), the copy wherever
 // the kernel gives anonymous huge pages. On the development VM (Zen 5, 2
 // threads) the copy against 4 KiB-mapped weights was 1.09-1.17x as fast
 // in decode at one moment and 0.93x half an hour later (likely because a
@@ -27,7 +28,7 @@ import (
 // matrices are read; Close gives it back, after the model is done.
 type CopiedWeights struct {
 	FileWeights
-	arena []byte       // cpu.HugeAlloc's memory
+	arena []byte       // hugepage.Alloc's memory
 	free  func() error // gives it back
 	at    int          // the arena's first free byte
 	got   map[string]*cpu.Matrix
@@ -52,7 +53,7 @@ func pageUp(n int64) int64 { return (n + layout.BlobAlign - 1) &^ (layout.BlobAl
 // CopiedWeights). Where the kernel has no transparent huge pages the copy
 // is on 4 KiB pages.
 func CopyWeights(f *layout.File) (*CopiedWeights, error) {
-	arena, free, err := cpu.HugeAlloc(int(CopyBytes(f)))
+	arena, free, err := hugepage.Alloc(int(CopyBytes(f)))
 	if err != nil {
 		return nil, fmt.Errorf("%s: the weights: %w", f.Name, err)
 	}
