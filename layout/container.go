@@ -383,10 +383,11 @@ func (w *Writer) Abort() {
 // when opened from a path).
 type File struct {
 	Name     string
-	Manifest *Manifest
+	Manifest *Manifest // read-only: lookups go through an index of it
 	data     []byte
 	src      *os.File // the mapped file, for ReadBlob; nil when data is in memory
 	unmap    func() error
+	byName   map[string]int // the index in Manifest.Tensors of each name's first entry
 }
 
 // Open memory-maps and validates the .xdna file name (header, manifest,
@@ -526,7 +527,13 @@ func newFile(name string, data []byte) (*File, error) {
 			return nil, err
 		}
 	}
-	return &File{Name: name, Manifest: m, data: data}, nil
+	byName := make(map[string]int, len(m.Tensors))
+	for i, t := range m.Tensors {
+		if _, ok := byName[t.Name]; !ok {
+			byName[t.Name] = i
+		}
+	}
+	return &File{Name: name, Manifest: m, data: data, byName: byName}, nil
 }
 
 // Close unmaps the file.
@@ -549,11 +556,27 @@ func (f *File) Bytes(r BlobRef) []byte { return f.data[r.Offset : r.Offset+r.Siz
 
 // Tensor returns the manifest entry and blob of the tensor named name.
 func (f *File) Tensor(name string) (*TensorEntry, []byte, bool) {
-	t := f.Manifest.Tensor(name)
+	t := f.tensor(name)
 	if t == nil {
 		return nil, nil, false
 	}
 	return t, f.Bytes(t.BlobRef), true
+}
+
+// tensor is Manifest.Tensor through the index made at open: the engine
+// looks every tensor up, and loading verifies every blob, asking Packed of
+// each, so a linear search is quadratic in the tensor count. The manifest
+// of an open File is not to be changed; an entry that an index no longer
+// names is searched for.
+func (f *File) tensor(name string) *TensorEntry {
+	i, ok := f.byName[name]
+	if !ok {
+		return nil
+	}
+	if i < len(f.Manifest.Tensors) && f.Manifest.Tensors[i].Name == name {
+		return &f.Manifest.Tensors[i]
+	}
+	return f.Manifest.Tensor(name)
 }
 
 // Verify checks the crc32c of every blob and returns one error per bad blob,
@@ -607,7 +630,7 @@ func (f *File) checkSum(what string, r BlobRef, b []byte) error {
 // Packed reports whether the blob what (named as VerifyExcept names it) is
 // a packed tensor: a matrix, which the engine multiplies, not a vector.
 func (f *File) Packed(what string) bool {
-	t := f.Manifest.Tensor(what)
+	t := f.tensor(what)
 	return t != nil && t.Format != FormatRaw
 }
 

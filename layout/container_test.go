@@ -53,6 +53,20 @@ func TestContainerRoundTrip(t *testing.T) {
 	if len(ents) != 1 {
 		t.Errorf("temp files left: %v", ents)
 	}
+	// The index File looks names up in finds what the manifest holds, and
+	// nothing else.
+	for i := range f.Manifest.Tensors {
+		want := &f.Manifest.Tensors[i]
+		if e, _, ok := f.Tensor(want.Name); !ok || e != want {
+			t.Errorf("Tensor(%q) = %p %v, want the manifest's entry %p", want.Name, e, ok, want)
+		}
+		if got, raw := f.Packed(want.Name), want.Format == layout.FormatRaw; got == raw {
+			t.Errorf("Packed(%q) = %v for format %s", want.Name, got, want.Format)
+		}
+	}
+	if _, _, ok := f.Tensor("blk.1.ffn_up.weight"); ok || f.Packed("blk.1.ffn_up.weight") {
+		t.Error("a name the manifest lacks was found")
+	}
 }
 
 func TestWriterAbortLeavesNothing(t *testing.T) {
