@@ -45,7 +45,7 @@ const tallL2Ahead = 32 << 10
 func avx512() {
 	constants512()
 	rowsQ8x512("q8_0RowsAVX512")
-	rowsQ4x512("q4_0RowsAVX512", false)
+	rowsQ4x512("q4_0RowsAVX512")
 	// Q4_0 on tall column groups (the runtime's tallRows): the same
 	// kernel prefetching the scales too (rows32x512), and the codes into
 	// L2 a further tallL2Ahead bytes on (tileVars.far).
@@ -305,9 +305,9 @@ func finish4(r VecVirtual, psc, ss Register, dx Mem, c consts512, acc VecVirtual
 // rowsQ8x512 writes the Q8_0 rows kernel (the arguments of rowsQ8): rows32x512.
 func rowsQ8x512(name string) { rows32x512(name, true, false, 0, 0) }
 
-// rowsQ4x512 writes the Q4_0 (q5: Q5_0) rows kernel (the arguments of
-// rowsQ4) without the small planes' prefetches: rows32x512.
-func rowsQ4x512(name string, q5 bool) { rows32x512(name, false, q5, 0, 0) }
+// rowsQ4x512 writes the Q4_0 rows kernel (the arguments of rowsQ4):
+// rows32x512, without the scales' prefetches.
+func rowsQ4x512(name string) { rows32x512(name, false, false, 0, 0) }
 
 // rows32x512 writes the Q8_0 (q8), Q4_0 or Q5_0 (q5) rows kernel, a pair of
 // 32-blocks at a time: Q4_0 and Q5_0 eight rows per step while eight
