@@ -320,6 +320,11 @@ func (w *Writer) closePipe() {
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
+// Padded returns n rounded up to BlobAlign: the room a blob of n bytes
+// takes in the file, and in the buffers and copies that keep blobs on
+// BlobAlign boundaries as the file does.
+func Padded(n int64) int64 { return alignUp(n, BlobAlign) }
+
 // Commit writes the manifest and the header, syncs, and renames the file
 // into place.
 func (w *Writer) Commit(m *Manifest) error {

@@ -51,17 +51,15 @@ type span struct {
 }
 
 func newArena(size int64) *arena {
-	a := &arena{size: max(alignTo(size), layout.BlobAlign)}
+	a := &arena{size: max(layout.Padded(size), layout.BlobAlign)}
 	a.cond = sync.NewCond(&a.mu)
 	return a
 }
 
-func alignTo(n int64) int64 { return (n + layout.BlobAlign - 1) / layout.BlobAlign * layout.BlobAlign }
-
 // get returns a buffer of length n and the span to give back with put. It
 // waits for room; it returns false once cancel has been called.
 func (a *arena) get(n int) ([]byte, *span, bool) {
-	c := alignTo(int64(n))
+	c := layout.Padded(int64(n))
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c > a.size {

@@ -336,7 +336,7 @@ func TestArena(t *testing.T) {
 		}
 		// get would wait (this goroutine holds what it waits for): give
 		// everything back first.
-		c, start := alignTo(int64(n)), a.head
+		c, start := layout.Padded(int64(n)), a.head
 		if off := start % a.size; off+c > a.size {
 			start += a.size - off
 		}
@@ -351,7 +351,7 @@ func TestArena(t *testing.T) {
 			live = live[:0]
 		}
 		b, s, ok := a.get(n)
-		if !ok || len(b) != n || int64(cap(b)) != alignTo(int64(n)) {
+		if !ok || len(b) != n || int64(cap(b)) != layout.Padded(int64(n)) {
 			t.Fatalf("get(%d): ok %v len %d cap %d", n, ok, len(b), cap(b))
 		}
 		if p := uintptr(unsafe.Pointer(unsafe.SliceData(b))); p%a4k != 0 {

@@ -39,15 +39,11 @@ func CopyBytes(f *layout.File) int64 {
 	var n int64
 	for _, t := range f.Manifest.Tensors {
 		if t.Format != layout.FormatRaw {
-			n += pageUp(t.Size)
+			n += layout.Padded(t.Size)
 		}
 	}
 	return n
 }
-
-// pageUp rounds n up to a whole number of the pages each copied matrix
-// starts on (the file's blob alignment).
-func pageUp(n int64) int64 { return (n + layout.BlobAlign - 1) &^ (layout.BlobAlign - 1) }
 
 // CopyWeights reserves the memory for a copy of f's matrices (see
 // CopiedWeights). Where the kernel has no transparent huge pages the copy
@@ -77,7 +73,7 @@ func (w *CopiedWeights) Matrix(name string) (*cpu.Matrix, bool, error) {
 	if err := w.F.ReadBlob(name, e.BlobRef, dst); err != nil {
 		return nil, true, err
 	}
-	w.at += int(pageUp(e.Size))
+	w.at += int(layout.Padded(e.Size))
 	m = &cpu.Matrix{G: m.G, Blob: dst}
 	w.got[name] = m
 	return m, true, nil
