@@ -571,17 +571,12 @@ func (f *File) Tensor(name string) (*TensorEntry, []byte, bool) {
 // tensor is Manifest.Tensor through the index made at open: the engine
 // looks every tensor up, and loading verifies every blob, asking Packed of
 // each, so a linear search is quadratic in the tensor count. The manifest
-// of an open File is not to be changed; an entry that an index no longer
-// names is searched for.
+// of an open File is not to be changed.
 func (f *File) tensor(name string) *TensorEntry {
-	i, ok := f.byName[name]
-	if !ok {
-		return nil
-	}
-	if i < len(f.Manifest.Tensors) && f.Manifest.Tensors[i].Name == name {
+	if i, ok := f.byName[name]; ok {
 		return &f.Manifest.Tensors[i]
 	}
-	return f.Manifest.Tensor(name)
+	return nil
 }
 
 // Verify checks the crc32c of every blob and returns one error per bad blob,
