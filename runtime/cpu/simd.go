@@ -65,6 +65,12 @@ type kernels struct {
 	// the AVX2 kernels of vec_amd64.s, or their 16-lane twins.
 	dotsF16  func(a *float32, b *uint16, n, stride int, out *float32, count int)
 	axpysF16 func(a *float32, x *uint16, stride int, y *float32, n, count int)
+	// The same for h = 2, 3 or 4 query heads that share a KV head, each
+	// row of the cache converted once for all h (DotsF16Heads,
+	// AxpysF16Heads; dotsHeads and axpysHeads pick one), nil where a set
+	// has none (the heads then go one at a time).
+	dotsF16H2, dotsF16H3, dotsF16H4    func(a *float32, b *uint16, n, stride int, out *float32, outStride, count int)
+	axpysF16H2, axpysF16H3, axpysF16H4 func(p *float32, pStride int, x *uint16, stride int, y *float32, n, count int)
 
 	// The prefill GEMM (gemm.go), nil in a set without it.
 	gemmI8       func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks, add int)
@@ -110,6 +116,8 @@ var avx512Kernels = &kernels{
 	tall:      avx512TallKernels,
 	quantQ8_0: quantQ8_0AVX2, quantQ8_K: quantQ8_KAVX2, permute64: permute64AVX2,
 	dotsF16: dotsF16AVX512, axpysF16: axpysF16AVX512,
+	dotsF16H2: dotsF16H2AVX512, dotsF16H3: dotsF16H3AVX512, dotsF16H4: dotsF16H4AVX512,
+	axpysF16H2: axpysF16H2AVX512, axpysF16H3: axpysF16H3AVX512, axpysF16H4: axpysF16H4AVX512,
 	gemmI8: gemmI8AVX512, gemmPackQ4_0: gemmPackQ4_0AVX512, gemmPackQ8_0: gemmPackQ8_0AVX512,
 	gemmPackHigh: gemmPackHighAVX512, gemmPrefetch: gemmPrefetchAVX512,
 	gemmQ4K: gemmQ4KAVX512, gemmQ6K: gemmQ6KAVX512, gemmCodesQ4: gemmCodesQ4AVX512, gemmCodesQ8: gemmCodesQ8AVX512,

@@ -1020,6 +1020,1044 @@ axpysF16x_done:
 	VZEROUPPER
 	RET
 
+// func dotsF16H2AVX512(a *float32, b *uint16, n int, stride int, out *float32, outStride int, count int)
+// Requires: AVX, AVX512F, F16C, MMX+
+TEXT ·dotsF16H2AVX512(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ n+16(FP), DX
+	MOVQ stride+24(FP), BX
+	MOVQ out+32(FP), SI
+	MOVQ outStride+40(FP), DI
+	SHLQ $0x02, DI
+	MOVQ count+48(FP), R8
+	MOVQ DX, R9
+	ANDQ $-32, R9
+	MOVQ DX, R10
+	SHLQ $0x02, R10
+	LEAQ (AX)(R10*1), R10
+	MOVQ BX, R11
+	SHLQ $0x06, R11
+
+dotsF16H2_row:
+	PREFETCHT0 (CX)(R11*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16H2_pf
+	PREFETCHT0 64(CX)(R11*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16H2_pf
+	PREFETCHT0 128(CX)(R11*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16H2_pf
+	PREFETCHT0 192(CX)(R11*1)
+
+dotsF16H2_pf:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ   R12, R12
+	CMPQ   R9, R12
+	JE     dotsF16H2_32_done
+
+dotsF16H2_32_loop:
+	VCVTPH2PS (CX)(R12*2), Z4
+	VCVTPH2PS 32(CX)(R12*2), Z5
+	VMULPS    (AX)(R12*4), Z4, Z6
+	VADDPS    Z6, Z0, Z0
+	VMULPS    64(AX)(R12*4), Z5, Z6
+	VADDPS    Z6, Z1, Z1
+	VMULPS    (R10)(R12*4), Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	VMULPS    64(R10)(R12*4), Z5, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x20, R12
+	CMPQ      R9, R12
+	JNE       dotsF16H2_32_loop
+
+dotsF16H2_32_done:
+	MOVQ      DX, R13
+	SUBQ      R12, R13
+	JZ        dotsF16H2_sum
+	CMPQ      R13, $0x10
+	JL        dotsF16H2_8
+	VCVTPH2PS (CX)(R12*2), Z4
+	VMULPS    (AX)(R12*4), Z4, Z5
+	VADDPS    Z5, Z0, Z0
+	VMULPS    (R10)(R12*4), Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	CMPQ      R13, $0x10
+	JE        dotsF16H2_sum
+	VCVTPH2PS 32(CX)(R12*2), Y4
+	VMULPS    64(AX)(R12*4), Y4, Y7
+	VADDPS    Z7, Z1, Z1
+	VMULPS    64(R10)(R12*4), Y4, Y7
+	VADDPS    Z7, Z3, Z3
+	JMP       dotsF16H2_sum
+
+dotsF16H2_8:
+	VCVTPH2PS (CX)(R12*2), Y4
+	VMULPS    (AX)(R12*4), Y4, Y7
+	VADDPS    Z7, Z0, Z0
+	VMULPS    (R10)(R12*4), Y4, Y7
+	VADDPS    Z7, Z2, Z2
+
+dotsF16H2_sum:
+	VEXTRACTF64X4 $0x01, Z0, Y4
+	VADDPS        Y4, Y0, Y4
+	VEXTRACTF64X4 $0x01, Z1, Y5
+	VADDPS        Y5, Y1, Y5
+	VADDPS        Y5, Y4, Y7
+	VEXTRACTF64X4 $0x01, Z2, Y4
+	VADDPS        Y4, Y2, Y4
+	VEXTRACTF64X4 $0x01, Z3, Y5
+	VADDPS        Y5, Y3, Y5
+	VADDPS        Y5, Y4, Y4
+	VINSERTF64X4  $0x01, Y4, Z7, Z4
+	VINSERTF64X4  $0x01, Y7, Z7, Z5
+	VSHUFF32X4    $0x88, Z5, Z4, Z6
+	VSHUFF32X4    $0xdd, Z5, Z4, Z4
+	VADDPS        Z4, Z6, Z6
+	VPERMILPS     $0x4e, Z6, Z4
+	VADDPS        Z4, Z6, Z6
+	VPERMILPS     $0xb1, Z6, Z4
+	VADDPS        Z4, Z6, Z6
+	VMOVSS        X6, (SI)
+	VEXTRACTF32X4 $0x01, Z6, X4
+	VMOVSS        X4, (SI)(DI*1)
+	ADDQ          $0x04, SI
+	ADDQ          BX, CX
+	DECQ          R8
+	JNZ           dotsF16H2_row
+	VZEROUPPER
+	RET
+
+// func axpysF16H2AVX512(p *float32, pStride int, x *uint16, stride int, y *float32, n int, count int)
+// Requires: AVX, AVX512F, F16C, MMX+
+TEXT ·axpysF16H2AVX512(SB), NOSPLIT, $0-56
+	MOVQ pStride+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ x+16(FP), CX
+	MOVQ stride+24(FP), DX
+	MOVQ y+32(FP), BX
+	MOVQ n+40(FP), SI
+	MOVQ SI, DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x06, R8
+
+axpysF16H2_64:
+	CMPQ    SI, $0x40
+	JL      axpysF16H2_32
+	VMOVUPS (BX), Z0
+	VMOVUPS 64(BX), Z1
+	VMOVUPS 128(BX), Z2
+	VMOVUPS 192(BX), Z3
+	VMOVUPS (BX)(DI*1), Z4
+	VMOVUPS 64(BX)(DI*1), Z5
+	VMOVUPS 128(BX)(DI*1), Z6
+	VMOVUPS 192(BX)(DI*1), Z7
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H2_64t:
+	PREFETCHT0   (R9)(R8*1)
+	PREFETCHT0   64(R9)(R8*1)
+	VBROADCASTSS (R10), Z8
+	VBROADCASTSS (R10)(AX*1), Z9
+	VCVTPH2PS    (R9), Z10
+	VMULPS       Z8, Z10, Z11
+	VADDPS       Z11, Z0, Z0
+	VMULPS       Z9, Z10, Z10
+	VADDPS       Z10, Z4, Z4
+	VCVTPH2PS    32(R9), Z10
+	VMULPS       Z8, Z10, Z11
+	VADDPS       Z11, Z1, Z1
+	VMULPS       Z9, Z10, Z10
+	VADDPS       Z10, Z5, Z5
+	VCVTPH2PS    64(R9), Z10
+	VMULPS       Z8, Z10, Z11
+	VADDPS       Z11, Z2, Z2
+	VMULPS       Z9, Z10, Z10
+	VADDPS       Z10, Z6, Z6
+	VCVTPH2PS    96(R9), Z10
+	VMULPS       Z8, Z10, Z8
+	VADDPS       Z8, Z3, Z3
+	VMULPS       Z9, Z10, Z8
+	VADDPS       Z8, Z7, Z7
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H2_64t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	VMOVUPS      Z2, 128(BX)
+	VMOVUPS      Z3, 192(BX)
+	VMOVUPS      Z4, (BX)(DI*1)
+	VMOVUPS      Z5, 64(BX)(DI*1)
+	VMOVUPS      Z6, 128(BX)(DI*1)
+	VMOVUPS      Z7, 192(BX)(DI*1)
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x00000080, CX
+	SUBQ         $0x00000040, SI
+	JMP          axpysF16H2_64
+
+axpysF16H2_32:
+	CMPQ    SI, $0x20
+	JL      axpysF16H2_16
+	VMOVUPS (BX), Z0
+	VMOVUPS 64(BX), Z1
+	VMOVUPS (BX)(DI*1), Z2
+	VMOVUPS 64(BX)(DI*1), Z3
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H2_32t:
+	PREFETCHT0   (R9)(R8*1)
+	VBROADCASTSS (R10), Z4
+	VBROADCASTSS (R10)(AX*1), Z5
+	VCVTPH2PS    (R9), Z6
+	VMULPS       Z4, Z6, Z7
+	VADDPS       Z7, Z0, Z0
+	VMULPS       Z5, Z6, Z6
+	VADDPS       Z6, Z2, Z2
+	VCVTPH2PS    32(R9), Z6
+	VMULPS       Z4, Z6, Z4
+	VADDPS       Z4, Z1, Z1
+	VMULPS       Z5, Z6, Z4
+	VADDPS       Z4, Z3, Z3
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H2_32t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	VMOVUPS      Z2, (BX)(DI*1)
+	VMOVUPS      Z3, 64(BX)(DI*1)
+	ADDQ         $0x00000080, BX
+	ADDQ         $0x00000040, CX
+	SUBQ         $0x00000020, SI
+	JMP          axpysF16H2_32
+
+axpysF16H2_16:
+	CMPQ    SI, $0x10
+	JL      axpysF16H2_8
+	VMOVUPS (BX), Z0
+	VMOVUPS (BX)(DI*1), Z1
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H2_16t:
+	PREFETCHT0   (R9)(R8*1)
+	VBROADCASTSS (R10), Z2
+	VBROADCASTSS (R10)(AX*1), Z3
+	VCVTPH2PS    (R9), Z4
+	VMULPS       Z2, Z4, Z2
+	VADDPS       Z2, Z0, Z0
+	VMULPS       Z3, Z4, Z2
+	VADDPS       Z2, Z1, Z1
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H2_16t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, (BX)(DI*1)
+	ADDQ         $0x00000040, BX
+	ADDQ         $0x00000020, CX
+	SUBQ         $0x00000010, SI
+	JMP          axpysF16H2_16
+
+axpysF16H2_8:
+	CMPQ    SI, $0x08
+	JL      axpysF16H2_done
+	VMOVUPS (BX), Y0
+	VMOVUPS (BX)(DI*1), Y1
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H2_8t:
+	PREFETCHT0   (R9)(R8*1)
+	VBROADCASTSS (R10), Y2
+	VBROADCASTSS (R10)(AX*1), Y3
+	VCVTPH2PS    (R9), Y4
+	VMULPS       Y2, Y4, Y2
+	VADDPS       Y2, Y0, Y0
+	VMULPS       Y3, Y4, Y2
+	VADDPS       Y2, Y1, Y1
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H2_8t
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, (BX)(DI*1)
+	ADDQ         $0x00000020, BX
+	ADDQ         $0x00000010, CX
+	SUBQ         $0x00000008, SI
+	JMP          axpysF16H2_8
+
+axpysF16H2_done:
+	VZEROUPPER
+	RET
+
+// func dotsF16H3AVX512(a *float32, b *uint16, n int, stride int, out *float32, outStride int, count int)
+// Requires: AVX, AVX512F, F16C, MMX+
+TEXT ·dotsF16H3AVX512(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ n+16(FP), DX
+	MOVQ stride+24(FP), BX
+	MOVQ out+32(FP), SI
+	MOVQ outStride+40(FP), DI
+	SHLQ $0x02, DI
+	MOVQ count+48(FP), R8
+	MOVQ DX, R9
+	ANDQ $-32, R9
+	MOVQ DX, R10
+	SHLQ $0x02, R10
+	LEAQ (AX)(R10*1), R11
+	LEAQ (R11)(R10*1), R10
+	MOVQ BX, R12
+	SHLQ $0x06, R12
+
+dotsF16H3_row:
+	PREFETCHT0 (CX)(R12*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16H3_pf
+	PREFETCHT0 64(CX)(R12*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16H3_pf
+	PREFETCHT0 128(CX)(R12*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16H3_pf
+	PREFETCHT0 192(CX)(R12*1)
+
+dotsF16H3_pf:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	XORQ   R13, R13
+	CMPQ   R9, R13
+	JE     dotsF16H3_32_done
+
+dotsF16H3_32_loop:
+	VCVTPH2PS (CX)(R13*2), Z6
+	VCVTPH2PS 32(CX)(R13*2), Z7
+	VMULPS    (AX)(R13*4), Z6, Z8
+	VADDPS    Z8, Z0, Z0
+	VMULPS    64(AX)(R13*4), Z7, Z8
+	VADDPS    Z8, Z1, Z1
+	VMULPS    (R11)(R13*4), Z6, Z8
+	VADDPS    Z8, Z2, Z2
+	VMULPS    64(R11)(R13*4), Z7, Z8
+	VADDPS    Z8, Z3, Z3
+	VMULPS    (R10)(R13*4), Z6, Z6
+	VADDPS    Z6, Z4, Z4
+	VMULPS    64(R10)(R13*4), Z7, Z6
+	VADDPS    Z6, Z5, Z5
+	ADDQ      $0x20, R13
+	CMPQ      R9, R13
+	JNE       dotsF16H3_32_loop
+
+dotsF16H3_32_done:
+	MOVQ      DX, R14
+	SUBQ      R13, R14
+	JZ        dotsF16H3_sum
+	CMPQ      R14, $0x10
+	JL        dotsF16H3_8
+	VCVTPH2PS (CX)(R13*2), Z6
+	VMULPS    (AX)(R13*4), Z6, Z7
+	VADDPS    Z7, Z0, Z0
+	VMULPS    (R11)(R13*4), Z6, Z7
+	VADDPS    Z7, Z2, Z2
+	VMULPS    (R10)(R13*4), Z6, Z6
+	VADDPS    Z6, Z4, Z4
+	CMPQ      R14, $0x10
+	JE        dotsF16H3_sum
+	VCVTPH2PS 32(CX)(R13*2), Y6
+	VMULPS    64(AX)(R13*4), Y6, Y9
+	VADDPS    Z9, Z1, Z1
+	VMULPS    64(R11)(R13*4), Y6, Y9
+	VADDPS    Z9, Z3, Z3
+	VMULPS    64(R10)(R13*4), Y6, Y9
+	VADDPS    Z9, Z5, Z5
+	JMP       dotsF16H3_sum
+
+dotsF16H3_8:
+	VCVTPH2PS (CX)(R13*2), Y6
+	VMULPS    (AX)(R13*4), Y6, Y9
+	VADDPS    Z9, Z0, Z0
+	VMULPS    (R11)(R13*4), Y6, Y9
+	VADDPS    Z9, Z2, Z2
+	VMULPS    (R10)(R13*4), Y6, Y9
+	VADDPS    Z9, Z4, Z4
+
+dotsF16H3_sum:
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VADDPS        Y6, Y0, Y6
+	VEXTRACTF64X4 $0x01, Z1, Y7
+	VADDPS        Y7, Y1, Y7
+	VADDPS        Y7, Y6, Y9
+	VEXTRACTF64X4 $0x01, Z2, Y6
+	VADDPS        Y6, Y2, Y6
+	VEXTRACTF64X4 $0x01, Z3, Y7
+	VADDPS        Y7, Y3, Y7
+	VADDPS        Y7, Y6, Y6
+	VEXTRACTF64X4 $0x01, Z4, Y7
+	VADDPS        Y7, Y4, Y7
+	VEXTRACTF64X4 $0x01, Z5, Y8
+	VADDPS        Y8, Y5, Y8
+	VADDPS        Y8, Y7, Y10
+	VINSERTF64X4  $0x01, Y6, Z9, Z6
+	VINSERTF64X4  $0x01, Y9, Z10, Z7
+	VSHUFF32X4    $0x88, Z7, Z6, Z8
+	VSHUFF32X4    $0xdd, Z7, Z6, Z6
+	VADDPS        Z6, Z8, Z8
+	VPERMILPS     $0x4e, Z8, Z6
+	VADDPS        Z6, Z8, Z8
+	VPERMILPS     $0xb1, Z8, Z6
+	VADDPS        Z6, Z8, Z8
+	VMOVSS        X8, (SI)
+	VEXTRACTF32X4 $0x01, Z8, X6
+	VMOVSS        X6, (SI)(DI*1)
+	VEXTRACTF32X4 $0x02, Z8, X6
+	VMOVSS        X6, (SI)(DI*2)
+	ADDQ          $0x04, SI
+	ADDQ          BX, CX
+	DECQ          R8
+	JNZ           dotsF16H3_row
+	VZEROUPPER
+	RET
+
+// func axpysF16H3AVX512(p *float32, pStride int, x *uint16, stride int, y *float32, n int, count int)
+// Requires: AVX, AVX512F, F16C, MMX+
+TEXT ·axpysF16H3AVX512(SB), NOSPLIT, $0-56
+	MOVQ pStride+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ x+16(FP), CX
+	MOVQ stride+24(FP), DX
+	MOVQ y+32(FP), BX
+	MOVQ n+40(FP), SI
+	MOVQ SI, DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x06, R8
+
+axpysF16H3_64:
+	CMPQ    SI, $0x40
+	JL      axpysF16H3_32
+	VMOVUPS (BX), Z0
+	VMOVUPS 64(BX), Z1
+	VMOVUPS 128(BX), Z2
+	VMOVUPS 192(BX), Z3
+	VMOVUPS (BX)(DI*1), Z4
+	VMOVUPS 64(BX)(DI*1), Z5
+	VMOVUPS 128(BX)(DI*1), Z6
+	VMOVUPS 192(BX)(DI*1), Z7
+	VMOVUPS (BX)(DI*2), Z8
+	VMOVUPS 64(BX)(DI*2), Z9
+	VMOVUPS 128(BX)(DI*2), Z10
+	VMOVUPS 192(BX)(DI*2), Z11
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H3_64t:
+	PREFETCHT0   (R9)(R8*1)
+	PREFETCHT0   64(R9)(R8*1)
+	VBROADCASTSS (R10), Z12
+	VBROADCASTSS (R10)(AX*1), Z13
+	VBROADCASTSS (R10)(AX*2), Z14
+	VCVTPH2PS    (R9), Z15
+	VMULPS       Z12, Z15, Z16
+	VADDPS       Z16, Z0, Z0
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z4, Z4
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z8, Z8
+	VCVTPH2PS    32(R9), Z15
+	VMULPS       Z12, Z15, Z16
+	VADDPS       Z16, Z1, Z1
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z5, Z5
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z9, Z9
+	VCVTPH2PS    64(R9), Z15
+	VMULPS       Z12, Z15, Z16
+	VADDPS       Z16, Z2, Z2
+	VMULPS       Z13, Z15, Z16
+	VADDPS       Z16, Z6, Z6
+	VMULPS       Z14, Z15, Z15
+	VADDPS       Z15, Z10, Z10
+	VCVTPH2PS    96(R9), Z15
+	VMULPS       Z12, Z15, Z12
+	VADDPS       Z12, Z3, Z3
+	VMULPS       Z13, Z15, Z12
+	VADDPS       Z12, Z7, Z7
+	VMULPS       Z14, Z15, Z12
+	VADDPS       Z12, Z11, Z11
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H3_64t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	VMOVUPS      Z2, 128(BX)
+	VMOVUPS      Z3, 192(BX)
+	VMOVUPS      Z4, (BX)(DI*1)
+	VMOVUPS      Z5, 64(BX)(DI*1)
+	VMOVUPS      Z6, 128(BX)(DI*1)
+	VMOVUPS      Z7, 192(BX)(DI*1)
+	VMOVUPS      Z8, (BX)(DI*2)
+	VMOVUPS      Z9, 64(BX)(DI*2)
+	VMOVUPS      Z10, 128(BX)(DI*2)
+	VMOVUPS      Z11, 192(BX)(DI*2)
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x00000080, CX
+	SUBQ         $0x00000040, SI
+	JMP          axpysF16H3_64
+
+axpysF16H3_32:
+	CMPQ    SI, $0x20
+	JL      axpysF16H3_16
+	VMOVUPS (BX), Z0
+	VMOVUPS 64(BX), Z1
+	VMOVUPS (BX)(DI*1), Z2
+	VMOVUPS 64(BX)(DI*1), Z3
+	VMOVUPS (BX)(DI*2), Z4
+	VMOVUPS 64(BX)(DI*2), Z5
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H3_32t:
+	PREFETCHT0   (R9)(R8*1)
+	VBROADCASTSS (R10), Z6
+	VBROADCASTSS (R10)(AX*1), Z7
+	VBROADCASTSS (R10)(AX*2), Z8
+	VCVTPH2PS    (R9), Z9
+	VMULPS       Z6, Z9, Z10
+	VADDPS       Z10, Z0, Z0
+	VMULPS       Z7, Z9, Z10
+	VADDPS       Z10, Z2, Z2
+	VMULPS       Z8, Z9, Z9
+	VADDPS       Z9, Z4, Z4
+	VCVTPH2PS    32(R9), Z9
+	VMULPS       Z6, Z9, Z6
+	VADDPS       Z6, Z1, Z1
+	VMULPS       Z7, Z9, Z6
+	VADDPS       Z6, Z3, Z3
+	VMULPS       Z8, Z9, Z6
+	VADDPS       Z6, Z5, Z5
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H3_32t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	VMOVUPS      Z2, (BX)(DI*1)
+	VMOVUPS      Z3, 64(BX)(DI*1)
+	VMOVUPS      Z4, (BX)(DI*2)
+	VMOVUPS      Z5, 64(BX)(DI*2)
+	ADDQ         $0x00000080, BX
+	ADDQ         $0x00000040, CX
+	SUBQ         $0x00000020, SI
+	JMP          axpysF16H3_32
+
+axpysF16H3_16:
+	CMPQ    SI, $0x10
+	JL      axpysF16H3_8
+	VMOVUPS (BX), Z0
+	VMOVUPS (BX)(DI*1), Z1
+	VMOVUPS (BX)(DI*2), Z2
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H3_16t:
+	PREFETCHT0   (R9)(R8*1)
+	VBROADCASTSS (R10), Z3
+	VBROADCASTSS (R10)(AX*1), Z4
+	VBROADCASTSS (R10)(AX*2), Z5
+	VCVTPH2PS    (R9), Z6
+	VMULPS       Z3, Z6, Z3
+	VADDPS       Z3, Z0, Z0
+	VMULPS       Z4, Z6, Z3
+	VADDPS       Z3, Z1, Z1
+	VMULPS       Z5, Z6, Z3
+	VADDPS       Z3, Z2, Z2
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H3_16t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, (BX)(DI*1)
+	VMOVUPS      Z2, (BX)(DI*2)
+	ADDQ         $0x00000040, BX
+	ADDQ         $0x00000020, CX
+	SUBQ         $0x00000010, SI
+	JMP          axpysF16H3_16
+
+axpysF16H3_8:
+	CMPQ    SI, $0x08
+	JL      axpysF16H3_done
+	VMOVUPS (BX), Y0
+	VMOVUPS (BX)(DI*1), Y1
+	VMOVUPS (BX)(DI*2), Y2
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H3_8t:
+	PREFETCHT0   (R9)(R8*1)
+	VBROADCASTSS (R10), Y3
+	VBROADCASTSS (R10)(AX*1), Y4
+	VBROADCASTSS (R10)(AX*2), Y5
+	VCVTPH2PS    (R9), Y6
+	VMULPS       Y3, Y6, Y3
+	VADDPS       Y3, Y0, Y0
+	VMULPS       Y4, Y6, Y3
+	VADDPS       Y3, Y1, Y1
+	VMULPS       Y5, Y6, Y3
+	VADDPS       Y3, Y2, Y2
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H3_8t
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, (BX)(DI*1)
+	VMOVUPS      Y2, (BX)(DI*2)
+	ADDQ         $0x00000020, BX
+	ADDQ         $0x00000010, CX
+	SUBQ         $0x00000008, SI
+	JMP          axpysF16H3_8
+
+axpysF16H3_done:
+	VZEROUPPER
+	RET
+
+// func dotsF16H4AVX512(a *float32, b *uint16, n int, stride int, out *float32, outStride int, count int)
+// Requires: AVX, AVX512F, F16C, MMX+
+TEXT ·dotsF16H4AVX512(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ n+16(FP), DX
+	MOVQ stride+24(FP), BX
+	MOVQ out+32(FP), SI
+	MOVQ outStride+40(FP), DI
+	SHLQ $0x02, DI
+	MOVQ count+48(FP), R8
+	MOVQ DX, R9
+	ANDQ $-32, R9
+	MOVQ DX, R10
+	SHLQ $0x02, R10
+	LEAQ (AX)(R10*1), R11
+	LEAQ (R11)(R10*1), R12
+	LEAQ (R12)(R10*1), R10
+	MOVQ BX, R13
+	SHLQ $0x06, R13
+
+dotsF16H4_row:
+	PREFETCHT0 (CX)(R13*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16H4_pf
+	PREFETCHT0 64(CX)(R13*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16H4_pf
+	PREFETCHT0 128(CX)(R13*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16H4_pf
+	PREFETCHT0 192(CX)(R13*1)
+
+dotsF16H4_pf:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	XORQ   R14, R14
+	CMPQ   R9, R14
+	JE     dotsF16H4_32_done
+
+dotsF16H4_32_loop:
+	VCVTPH2PS (CX)(R14*2), Z8
+	VCVTPH2PS 32(CX)(R14*2), Z9
+	VMULPS    (AX)(R14*4), Z8, Z10
+	VADDPS    Z10, Z0, Z0
+	VMULPS    64(AX)(R14*4), Z9, Z10
+	VADDPS    Z10, Z1, Z1
+	VMULPS    (R11)(R14*4), Z8, Z10
+	VADDPS    Z10, Z2, Z2
+	VMULPS    64(R11)(R14*4), Z9, Z10
+	VADDPS    Z10, Z3, Z3
+	VMULPS    (R12)(R14*4), Z8, Z10
+	VADDPS    Z10, Z4, Z4
+	VMULPS    64(R12)(R14*4), Z9, Z10
+	VADDPS    Z10, Z5, Z5
+	VMULPS    (R10)(R14*4), Z8, Z8
+	VADDPS    Z8, Z6, Z6
+	VMULPS    64(R10)(R14*4), Z9, Z8
+	VADDPS    Z8, Z7, Z7
+	ADDQ      $0x20, R14
+	CMPQ      R9, R14
+	JNE       dotsF16H4_32_loop
+
+dotsF16H4_32_done:
+	MOVQ      DX, R15
+	SUBQ      R14, R15
+	JZ        dotsF16H4_sum
+	CMPQ      R15, $0x10
+	JL        dotsF16H4_8
+	VCVTPH2PS (CX)(R14*2), Z8
+	VMULPS    (AX)(R14*4), Z8, Z9
+	VADDPS    Z9, Z0, Z0
+	VMULPS    (R11)(R14*4), Z8, Z9
+	VADDPS    Z9, Z2, Z2
+	VMULPS    (R12)(R14*4), Z8, Z9
+	VADDPS    Z9, Z4, Z4
+	VMULPS    (R10)(R14*4), Z8, Z8
+	VADDPS    Z8, Z6, Z6
+	CMPQ      R15, $0x10
+	JE        dotsF16H4_sum
+	VCVTPH2PS 32(CX)(R14*2), Y8
+	VMULPS    64(AX)(R14*4), Y8, Y11
+	VADDPS    Z11, Z1, Z1
+	VMULPS    64(R11)(R14*4), Y8, Y11
+	VADDPS    Z11, Z3, Z3
+	VMULPS    64(R12)(R14*4), Y8, Y11
+	VADDPS    Z11, Z5, Z5
+	VMULPS    64(R10)(R14*4), Y8, Y11
+	VADDPS    Z11, Z7, Z7
+	JMP       dotsF16H4_sum
+
+dotsF16H4_8:
+	VCVTPH2PS (CX)(R14*2), Y8
+	VMULPS    (AX)(R14*4), Y8, Y11
+	VADDPS    Z11, Z0, Z0
+	VMULPS    (R11)(R14*4), Y8, Y11
+	VADDPS    Z11, Z2, Z2
+	VMULPS    (R12)(R14*4), Y8, Y11
+	VADDPS    Z11, Z4, Z4
+	VMULPS    (R10)(R14*4), Y8, Y11
+	VADDPS    Z11, Z6, Z6
+
+dotsF16H4_sum:
+	VEXTRACTF64X4 $0x01, Z0, Y8
+	VADDPS        Y8, Y0, Y8
+	VEXTRACTF64X4 $0x01, Z1, Y9
+	VADDPS        Y9, Y1, Y9
+	VADDPS        Y9, Y8, Y11
+	VEXTRACTF64X4 $0x01, Z2, Y8
+	VADDPS        Y8, Y2, Y8
+	VEXTRACTF64X4 $0x01, Z3, Y9
+	VADDPS        Y9, Y3, Y9
+	VADDPS        Y9, Y8, Y8
+	VEXTRACTF64X4 $0x01, Z4, Y9
+	VADDPS        Y9, Y4, Y9
+	VEXTRACTF64X4 $0x01, Z5, Y10
+	VADDPS        Y10, Y5, Y10
+	VADDPS        Y10, Y9, Y12
+	VEXTRACTF64X4 $0x01, Z6, Y9
+	VADDPS        Y9, Y6, Y9
+	VEXTRACTF64X4 $0x01, Z7, Y10
+	VADDPS        Y10, Y7, Y10
+	VADDPS        Y10, Y9, Y9
+	VINSERTF64X4  $0x01, Y8, Z11, Z8
+	VINSERTF64X4  $0x01, Y9, Z12, Z9
+	VSHUFF32X4    $0x88, Z9, Z8, Z10
+	VSHUFF32X4    $0xdd, Z9, Z8, Z8
+	VADDPS        Z8, Z10, Z10
+	VPERMILPS     $0x4e, Z10, Z8
+	VADDPS        Z8, Z10, Z10
+	VPERMILPS     $0xb1, Z10, Z8
+	VADDPS        Z8, Z10, Z10
+	VMOVSS        X10, (SI)
+	VEXTRACTF32X4 $0x01, Z10, X8
+	VMOVSS        X8, (SI)(DI*1)
+	VEXTRACTF32X4 $0x02, Z10, X8
+	VMOVSS        X8, (SI)(DI*2)
+	VEXTRACTF32X4 $0x03, Z10, X8
+	LEAQ          (SI)(DI*2), R14
+	VMOVSS        X8, (R14)(DI*1)
+	ADDQ          $0x04, SI
+	ADDQ          BX, CX
+	DECQ          R8
+	JNZ           dotsF16H4_row
+	VZEROUPPER
+	RET
+
+// func axpysF16H4AVX512(p *float32, pStride int, x *uint16, stride int, y *float32, n int, count int)
+// Requires: AVX, AVX512F, F16C, MMX+
+TEXT ·axpysF16H4AVX512(SB), NOSPLIT, $0-56
+	MOVQ pStride+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ x+16(FP), CX
+	MOVQ stride+24(FP), DX
+	MOVQ y+32(FP), BX
+	MOVQ n+40(FP), SI
+	MOVQ SI, DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x06, R8
+
+axpysF16H4_64:
+	CMPQ    SI, $0x40
+	JL      axpysF16H4_32
+	LEAQ    (BX)(DI*2), R9
+	ADDQ    DI, R9
+	VMOVUPS (BX), Z0
+	VMOVUPS 64(BX), Z1
+	VMOVUPS 128(BX), Z2
+	VMOVUPS 192(BX), Z3
+	VMOVUPS (BX)(DI*1), Z4
+	VMOVUPS 64(BX)(DI*1), Z5
+	VMOVUPS 128(BX)(DI*1), Z6
+	VMOVUPS 192(BX)(DI*1), Z7
+	VMOVUPS (BX)(DI*2), Z8
+	VMOVUPS 64(BX)(DI*2), Z9
+	VMOVUPS 128(BX)(DI*2), Z10
+	VMOVUPS 192(BX)(DI*2), Z11
+	VMOVUPS (R9), Z12
+	VMOVUPS 64(R9), Z13
+	VMOVUPS 128(R9), Z14
+	VMOVUPS 192(R9), Z15
+	MOVQ    CX, R10
+	MOVQ    p+0(FP), R11
+	LEAQ    (R11)(AX*2), R13
+	ADDQ    AX, R13
+	MOVQ    count+48(FP), R12
+
+axpysF16H4_64t:
+	PREFETCHT0   (R10)(R8*1)
+	PREFETCHT0   64(R10)(R8*1)
+	VBROADCASTSS (R11), Z16
+	VBROADCASTSS (R11)(AX*1), Z17
+	VBROADCASTSS (R11)(AX*2), Z18
+	VBROADCASTSS (R13), Z19
+	VCVTPH2PS    (R10), Z20
+	VMULPS       Z16, Z20, Z21
+	VADDPS       Z21, Z0, Z0
+	VMULPS       Z17, Z20, Z21
+	VADDPS       Z21, Z4, Z4
+	VMULPS       Z18, Z20, Z21
+	VADDPS       Z21, Z8, Z8
+	VMULPS       Z19, Z20, Z20
+	VADDPS       Z20, Z12, Z12
+	VCVTPH2PS    32(R10), Z20
+	VMULPS       Z16, Z20, Z21
+	VADDPS       Z21, Z1, Z1
+	VMULPS       Z17, Z20, Z21
+	VADDPS       Z21, Z5, Z5
+	VMULPS       Z18, Z20, Z21
+	VADDPS       Z21, Z9, Z9
+	VMULPS       Z19, Z20, Z20
+	VADDPS       Z20, Z13, Z13
+	VCVTPH2PS    64(R10), Z20
+	VMULPS       Z16, Z20, Z21
+	VADDPS       Z21, Z2, Z2
+	VMULPS       Z17, Z20, Z21
+	VADDPS       Z21, Z6, Z6
+	VMULPS       Z18, Z20, Z21
+	VADDPS       Z21, Z10, Z10
+	VMULPS       Z19, Z20, Z20
+	VADDPS       Z20, Z14, Z14
+	VCVTPH2PS    96(R10), Z20
+	VMULPS       Z16, Z20, Z16
+	VADDPS       Z16, Z3, Z3
+	VMULPS       Z17, Z20, Z16
+	VADDPS       Z16, Z7, Z7
+	VMULPS       Z18, Z20, Z16
+	VADDPS       Z16, Z11, Z11
+	VMULPS       Z19, Z20, Z16
+	VADDPS       Z16, Z15, Z15
+	ADDQ         $0x04, R11
+	ADDQ         $0x04, R13
+	ADDQ         DX, R10
+	DECQ         R12
+	JNZ          axpysF16H4_64t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	VMOVUPS      Z2, 128(BX)
+	VMOVUPS      Z3, 192(BX)
+	VMOVUPS      Z4, (BX)(DI*1)
+	VMOVUPS      Z5, 64(BX)(DI*1)
+	VMOVUPS      Z6, 128(BX)(DI*1)
+	VMOVUPS      Z7, 192(BX)(DI*1)
+	VMOVUPS      Z8, (BX)(DI*2)
+	VMOVUPS      Z9, 64(BX)(DI*2)
+	VMOVUPS      Z10, 128(BX)(DI*2)
+	VMOVUPS      Z11, 192(BX)(DI*2)
+	VMOVUPS      Z12, (R9)
+	VMOVUPS      Z13, 64(R9)
+	VMOVUPS      Z14, 128(R9)
+	VMOVUPS      Z15, 192(R9)
+	ADDQ         $0x00000100, BX
+	ADDQ         $0x00000080, CX
+	SUBQ         $0x00000040, SI
+	JMP          axpysF16H4_64
+
+axpysF16H4_32:
+	CMPQ    SI, $0x20
+	JL      axpysF16H4_16
+	LEAQ    (BX)(DI*2), R9
+	ADDQ    DI, R9
+	VMOVUPS (BX), Z0
+	VMOVUPS 64(BX), Z1
+	VMOVUPS (BX)(DI*1), Z2
+	VMOVUPS 64(BX)(DI*1), Z3
+	VMOVUPS (BX)(DI*2), Z4
+	VMOVUPS 64(BX)(DI*2), Z5
+	VMOVUPS (R9), Z6
+	VMOVUPS 64(R9), Z7
+	MOVQ    CX, R10
+	MOVQ    p+0(FP), R11
+	LEAQ    (R11)(AX*2), R13
+	ADDQ    AX, R13
+	MOVQ    count+48(FP), R12
+
+axpysF16H4_32t:
+	PREFETCHT0   (R10)(R8*1)
+	VBROADCASTSS (R11), Z8
+	VBROADCASTSS (R11)(AX*1), Z9
+	VBROADCASTSS (R11)(AX*2), Z10
+	VBROADCASTSS (R13), Z11
+	VCVTPH2PS    (R10), Z12
+	VMULPS       Z8, Z12, Z13
+	VADDPS       Z13, Z0, Z0
+	VMULPS       Z9, Z12, Z13
+	VADDPS       Z13, Z2, Z2
+	VMULPS       Z10, Z12, Z13
+	VADDPS       Z13, Z4, Z4
+	VMULPS       Z11, Z12, Z12
+	VADDPS       Z12, Z6, Z6
+	VCVTPH2PS    32(R10), Z12
+	VMULPS       Z8, Z12, Z8
+	VADDPS       Z8, Z1, Z1
+	VMULPS       Z9, Z12, Z8
+	VADDPS       Z8, Z3, Z3
+	VMULPS       Z10, Z12, Z8
+	VADDPS       Z8, Z5, Z5
+	VMULPS       Z11, Z12, Z8
+	VADDPS       Z8, Z7, Z7
+	ADDQ         $0x04, R11
+	ADDQ         $0x04, R13
+	ADDQ         DX, R10
+	DECQ         R12
+	JNZ          axpysF16H4_32t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, 64(BX)
+	VMOVUPS      Z2, (BX)(DI*1)
+	VMOVUPS      Z3, 64(BX)(DI*1)
+	VMOVUPS      Z4, (BX)(DI*2)
+	VMOVUPS      Z5, 64(BX)(DI*2)
+	VMOVUPS      Z6, (R9)
+	VMOVUPS      Z7, 64(R9)
+	ADDQ         $0x00000080, BX
+	ADDQ         $0x00000040, CX
+	SUBQ         $0x00000020, SI
+	JMP          axpysF16H4_32
+
+axpysF16H4_16:
+	CMPQ    SI, $0x10
+	JL      axpysF16H4_8
+	LEAQ    (BX)(DI*2), R9
+	ADDQ    DI, R9
+	VMOVUPS (BX), Z0
+	VMOVUPS (BX)(DI*1), Z1
+	VMOVUPS (BX)(DI*2), Z2
+	VMOVUPS (R9), Z3
+	MOVQ    CX, R10
+	MOVQ    p+0(FP), R11
+	LEAQ    (R11)(AX*2), R13
+	ADDQ    AX, R13
+	MOVQ    count+48(FP), R12
+
+axpysF16H4_16t:
+	PREFETCHT0   (R10)(R8*1)
+	VBROADCASTSS (R11), Z4
+	VBROADCASTSS (R11)(AX*1), Z5
+	VBROADCASTSS (R11)(AX*2), Z6
+	VBROADCASTSS (R13), Z7
+	VCVTPH2PS    (R10), Z8
+	VMULPS       Z4, Z8, Z4
+	VADDPS       Z4, Z0, Z0
+	VMULPS       Z5, Z8, Z4
+	VADDPS       Z4, Z1, Z1
+	VMULPS       Z6, Z8, Z4
+	VADDPS       Z4, Z2, Z2
+	VMULPS       Z7, Z8, Z4
+	VADDPS       Z4, Z3, Z3
+	ADDQ         $0x04, R11
+	ADDQ         $0x04, R13
+	ADDQ         DX, R10
+	DECQ         R12
+	JNZ          axpysF16H4_16t
+	VMOVUPS      Z0, (BX)
+	VMOVUPS      Z1, (BX)(DI*1)
+	VMOVUPS      Z2, (BX)(DI*2)
+	VMOVUPS      Z3, (R9)
+	ADDQ         $0x00000040, BX
+	ADDQ         $0x00000020, CX
+	SUBQ         $0x00000010, SI
+	JMP          axpysF16H4_16
+
+axpysF16H4_8:
+	CMPQ    SI, $0x08
+	JL      axpysF16H4_done
+	LEAQ    (BX)(DI*2), R9
+	ADDQ    DI, R9
+	VMOVUPS (BX), Y0
+	VMOVUPS (BX)(DI*1), Y1
+	VMOVUPS (BX)(DI*2), Y2
+	VMOVUPS (R9), Y3
+	MOVQ    CX, R10
+	MOVQ    p+0(FP), R11
+	LEAQ    (R11)(AX*2), R13
+	ADDQ    AX, R13
+	MOVQ    count+48(FP), R12
+
+axpysF16H4_8t:
+	PREFETCHT0   (R10)(R8*1)
+	VBROADCASTSS (R11), Y4
+	VBROADCASTSS (R11)(AX*1), Y5
+	VBROADCASTSS (R11)(AX*2), Y6
+	VBROADCASTSS (R13), Y7
+	VCVTPH2PS    (R10), Y8
+	VMULPS       Y4, Y8, Y4
+	VADDPS       Y4, Y0, Y0
+	VMULPS       Y5, Y8, Y4
+	VADDPS       Y4, Y1, Y1
+	VMULPS       Y6, Y8, Y4
+	VADDPS       Y4, Y2, Y2
+	VMULPS       Y7, Y8, Y4
+	VADDPS       Y4, Y3, Y3
+	ADDQ         $0x04, R11
+	ADDQ         $0x04, R13
+	ADDQ         DX, R10
+	DECQ         R12
+	JNZ          axpysF16H4_8t
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, (BX)(DI*1)
+	VMOVUPS      Y2, (BX)(DI*2)
+	VMOVUPS      Y3, (R9)
+	ADDQ         $0x00000020, BX
+	ADDQ         $0x00000010, CX
+	SUBQ         $0x00000008, SI
+	JMP          axpysF16H4_8
+
+axpysF16H4_done:
+	VZEROUPPER
+	RET
+
 // func toF16AVX2(dst *uint16, x *float32, n int)
 // Requires: AVX, F16C
 TEXT ·toF16AVX2(SB), NOSPLIT, $0-24

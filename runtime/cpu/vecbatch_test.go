@@ -84,6 +84,95 @@ func checkDotsAxpysF16(t *testing.T, withSIMD func(bool, func())) {
 	}
 }
 
+// TestDotsAxpysF16Heads checks the grouped-query forms against the
+// one-row operations of the scalar path, bit for bit: DotsF16Heads against
+// DotF16 head by head and row by row, AxpysF16Heads against AxpyF16 head by
+// head, row after row, for one to nine heads (the AVX-512 kernels take two
+// to four a call, the rest one at a time), head sizes that are and are not
+// multiples of 8, 16, 32 or 64, one to 37 rows, strides longer than a row,
+// outputs and weights spaced wider than a head's, and f16 values of every
+// exponent; nothing past the outputs nor between the heads' is written;
+// with the scalar kernels, the best set this CPU runs, and every set of
+// testLevels (the AVX-512 one under x86sim on a CPU without it).
+func TestDotsAxpysF16Heads(t *testing.T) {
+	checkDotsAxpysF16Heads(t, func(on bool, f func()) { withSIMD(on, f) })
+	forLevels(t, func(t *testing.T, k *kernels) {
+		checkDotsAxpysF16Heads(t, func(on bool, f func()) {
+			if on {
+				withKernels(k, f)
+			} else {
+				withKernels(nil, f)
+			}
+		})
+	})
+}
+
+func checkDotsAxpysF16Heads(t *testing.T, withSIMD func(bool, func())) {
+	rng := rand.New(rand.NewPCG(85, 86))
+	const sentinel = -54321
+	for heads := 1; heads <= 9; heads++ {
+		for _, n := range []int{8, 24, 40, 64, 72, 128, 136, 256} {
+			for _, rows := range []int{1, 3, 4, 37} {
+				stride := n + 8*rng.IntN(4)
+				b := make([]uint16, (rows-1)*stride+n)
+				for i := range b {
+					b[i] = uint16(rng.Uint32())
+					if rng.IntN(4) > 0 {
+						b[i] &^= 0x4000 // mostly finite, moderate values
+					}
+				}
+				a, y0 := make([]float32, heads*n), make([]float32, heads*n)
+				for i := range a {
+					a[i], y0[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+				}
+				ostride := rows + rng.IntN(3)
+				coef := make([]float32, (heads-1)*ostride+rows)
+				for i := range coef {
+					coef[i] = float32(rng.Float64())
+				}
+				name := fmt.Sprintf("heads %d n %d rows %d stride %d", heads, n, rows, stride)
+
+				want := make([]float32, (heads-1)*ostride+rows)
+				for i := range want {
+					want[i] = sentinel
+				}
+				wantY := append([]float32(nil), y0...)
+				withSIMD(false, func() {
+					for j := 0; j < heads; j++ {
+						for r := 0; r < rows; r++ {
+							want[j*ostride+r] = DotF16(a[j*n:(j+1)*n], b[r*stride:])
+						}
+						for r := 0; r < rows; r++ {
+							AxpyF16(coef[j*ostride+r], b[r*stride:r*stride+n], wantY[j*n:(j+1)*n])
+						}
+					}
+				})
+				for _, on := range []bool{false, true} {
+					init := make([]float32, len(want))
+					for i := range init {
+						init[i] = sentinel
+					}
+					got, ok := guarded(init)
+					gotY, okY := guarded(y0)
+					withSIMD(on, func() {
+						DotsF16Heads(a, heads, b, stride, got, ostride, rows)
+						AxpysF16Heads(coef, ostride, b, stride, gotY, heads, rows)
+					})
+					if !ok() || !okY() {
+						t.Fatalf("%s %s: wrote past out or y", name, modeName(on))
+					}
+					if i := sameSlices(got, want); i >= 0 {
+						t.Fatalf("%s %s: DotsF16Heads out[%d] (head %d, row %d): %v, DotF16 %v", name, modeName(on), i, i/ostride, i%ostride, got[i], want[i])
+					}
+					if i := sameSlices(gotY, wantY); i >= 0 {
+						t.Fatalf("%s %s: AxpysF16Heads y[%d] (head %d): %v, AxpyF16 row by row %v", name, modeName(on), i, i/n, gotY[i], wantY[i])
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestToF16 checks ToF16 against planar.F32ToF16 (and RoundF16 against
 // it and back) bit for bit on both
 // paths: every float32 whose low 13 bits are 0, 0x1000, 0x0fff or 0x1fff

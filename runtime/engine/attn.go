@@ -19,8 +19,19 @@ func (s *State) attention(li, b int) {
 	if w := s.m.layers[li].window; w > 0 {
 		n = min(n, w)
 	}
-	grain := max(1, (32<<10)/(n*s.m.P.HeadDim))
-	s.m.pool.For(b*s.m.P.Heads, grain, a)
+	p := s.m.P
+	grain := max(1, (32<<10)/(n*p.HeadDim))
+	// Whole KV groups a chunk where there are enough of them for the
+	// threads, else a thread's share of a group: the query heads of a
+	// group in one chunk read each row of the f16 cache once (attendF16).
+	group, threads := p.Heads/p.HeadsKV, s.m.pool.Threads()
+	if g := b * p.HeadsKV; g >= threads {
+		grain = (grain + group - 1) / group * group
+	} else {
+		per := (threads + g - 1) / g
+		grain = max(grain, (group+per-1)/per)
+	}
+	s.m.pool.For(b*p.Heads, grain, a)
 }
 
 // attnTask runs attention for (token, head) pairs.
@@ -42,6 +53,7 @@ func (a *attnTask) Run(w, lo, hi int) {
 		kqScale = 1 // the queries carry it
 	}
 	window, ring, base := m.layers[a.layer].window, s.ring[a.layer], s.base[a.layer]
+	scores := s.scores[w*group*s.ctx : (w+1)*group*s.ctx]
 	for idx := lo; idx < hi; idx++ {
 		i, h := idx/p.Heads, idx%p.Heads
 		pos := s.pos + i
@@ -51,45 +63,22 @@ func (a *attnTask) Run(w, lo, hi int) {
 		}
 		n := pos - first + 1
 		kh := h / group
+		if s.kc16 != nil && !m.opts.FlashAttn {
+			// The query heads from h on that share KV head kh, up to hi.
+			heads := min(hi-idx, (kh+1)*group-h)
+			a.attendF16(w, i, h, heads, first, n, kqScale)
+			idx += heads - 1
+			continue
+		}
 		q := s.q[i*qd+h*hd : i*qd+(h+1)*hd]
-		sc := s.scores[w*s.ctx : w*s.ctx+n]
+		sc := scores[:n]
 		out := s.ao[(i*p.Heads+h)*hdv : (i*p.Heads+h+1)*hdv]
 		clear(out)
 		if s.kc16 != nil {
-			qh := s.qh[w*hd : (w+1)*hd]
+			qh := s.qh[w*group*hd : w*group*hd+hd]
 			copy(qh, q)
 			cpu.RoundF16(qh)
-			if m.opts.FlashAttn {
-				s.flashAttn(out, qh, a.layer, kh, first, n, kqScale)
-				continue
-			}
-			// The positions by runs of consecutive slots (the ring wraps
-			// once at most), each in one call.
-			for t := 0; t < n; {
-				slot := base + (first+t)%ring
-				run := min(n-t, base+ring-slot)
-				cpu.DotsF16(qh, s.kc16[slot*kvd+kh*hd:], kvd, sc[t:t+run])
-				t += run
-			}
-			// softmax(sc) then RoundF16: the scale and the maximum in one
-			// pass, the normalisation and the rounding in another.
-			var mx float32
-			if m.attnCap == 0 {
-				mx = cpu.ScaleMax(sc, kqScale)
-			} else {
-				mx = float32(math.Inf(-1))
-				for t, v := range sc {
-					sc[t] = s.capped(v) * kqScale
-					mx = max(mx, sc[t])
-				}
-			}
-			softmaxFrom(sc, mx, true)
-			for t := 0; t < n; {
-				slot := base + (first+t)%ring
-				run := min(n-t, base+ring-slot)
-				cpu.AxpysF16(sc[t:t+run], s.vc16[slot*vd+kh*hdv:], vd, out)
-				t += run
-			}
+			s.flashAttn(out, qh, a.layer, kh, first, n, kqScale)
 			continue
 		}
 		for t := range sc {
@@ -101,6 +90,58 @@ func (a *attnTask) Run(w, lo, hi int) {
 			slot := base + (first+t)%ring
 			axpy(pt, s.vc[slot*vd+kh*hdv:slot*vd+(kh+1)*hdv], out)
 		}
+	}
+}
+
+// attendF16 computes, on thread w, the attention of token i for the query
+// heads h..h+heads-1, which share one KV head, over the n positions from
+// first of the f16 cache: their scores (DotsF16Heads), softmax then
+// RoundF16 each, and their weighted sums of the values (AxpysF16Heads).
+// Each row of the cache is read once for all the heads; every head's
+// values are those of the same steps one head at a time (DotsF16,
+// AxpysF16).
+func (a *attnTask) attendF16(w, i, h, heads, first, n int, kqScale float32) {
+	s := a.s
+	m, p := s.m, s.m.P
+	hd, hdv, kvd, vd, ctx := p.HeadDim, p.HeadDimV, m.kvDim, m.vDim, s.ctx
+	group := p.Heads / p.HeadsKV
+	kh := h / group
+	ring, base := s.ring[a.layer], s.base[a.layer]
+	qh := s.qh[w*group*hd : w*group*hd+heads*hd]
+	copy(qh, s.q[i*m.qDim+h*hd:])
+	cpu.RoundF16(qh)
+	// Head j's scores at sc[j*ctx:], the positions by runs of consecutive
+	// slots (the ring wraps once at most), each run in one call.
+	sc := s.scores[w*group*ctx : (w*group+heads)*ctx]
+	for t := 0; t < n; {
+		slot := base + (first+t)%ring
+		run := min(n-t, base+ring-slot)
+		cpu.DotsF16Heads(qh, heads, s.kc16[slot*kvd+kh*hd:], kvd, sc[t:], ctx, run)
+		t += run
+	}
+	for j := 0; j < heads; j++ {
+		// softmax then RoundF16: the scale and the maximum in one pass,
+		// the normalisation and the rounding in another.
+		hs := sc[j*ctx : j*ctx+n]
+		var mx float32
+		if m.attnCap == 0 {
+			mx = cpu.ScaleMax(hs, kqScale)
+		} else {
+			mx = float32(math.Inf(-1))
+			for t, v := range hs {
+				hs[t] = s.capped(v) * kqScale
+				mx = max(mx, hs[t])
+			}
+		}
+		softmaxFrom(hs, mx, true)
+	}
+	out := s.ao[(i*p.Heads+h)*hdv : (i*p.Heads+h+heads)*hdv]
+	clear(out)
+	for t := 0; t < n; {
+		slot := base + (first+t)%ring
+		run := min(n-t, base+ring-slot)
+		cpu.AxpysF16Heads(sc[t:], ctx, s.vc16[slot*vd+kh*hdv:], vd, out, heads, run)
+		t += run
 	}
 }
 

@@ -118,14 +118,21 @@ func dotsRows512(name string, a Register, rows []Register, n, n32 Register) []Ve
 	Label(name + "_sum")
 	s := make([]VecVirtual, len(rows))
 	for r := range rows {
-		h, g := YMM(), YMM()
-		VEXTRACTF64X4(U8(1), pa[r], h)
-		VADDPS(h, pa[r].AsY(), h) // p_j + p_j+8
-		VEXTRACTF64X4(U8(1), pb[r], g)
-		VADDPS(g, pb[r].AsY(), g) // p_j+16 + p_j+24
-		s[r] = YMM()
-		VADDPS(g, h, s[r])
+		s[r] = halves512(pa[r], pb[r])
 	}
+	return s
+}
+
+// halves512 returns s_j = (p_j + p_j+8) + (p_j+16 + p_j+24), j < 8, of the
+// partial sums [p0..p15] in pa and [p16..p31] in pb.
+func halves512(pa, pb VecVirtual) VecVirtual {
+	h, g := YMM(), YMM()
+	VEXTRACTF64X4(U8(1), pa, h)
+	VADDPS(h, pa.AsY(), h) // p_j + p_j+8
+	VEXTRACTF64X4(U8(1), pb, g)
+	VADDPS(g, pb.AsY(), g) // p_j+16 + p_j+24
+	s := YMM()
+	VADDPS(g, h, s)
 	return s
 }
 
@@ -134,6 +141,12 @@ func dotsRows512(name string, a Register, rows []Register, n, n32 Register) []Ve
 // (t1 + t3), one 128-bit lane per row, and stores the four to out; k
 // holds the mask 0x1111 (lane 0 of each 128-bit lane).
 func reduce4x512(s []VecVirtual, k Register, out Register) {
+	VCOMPRESSPS(reduce4Lanes512(s), k, Mem{Base: out})
+}
+
+// reduce4Lanes512 is reduce4x512 but the store: it returns the register
+// whose lanes 0, 4, 8 and 12 hold the four dot products.
+func reduce4Lanes512(s []VecVirtual) VecVirtual {
 	p01, p23 := ZMM(), ZMM()
 	VINSERTF64X4(U8(1), s[1], s[0].AsZ(), p01) // [L0 H0 L1 H1]
 	VINSERTF64X4(U8(1), s[3], s[2].AsZ(), p23) // [L2 H2 L3 H3]
@@ -146,7 +159,7 @@ func reduce4x512(s []VecVirtual, k Register, out Register) {
 	VADDPS(w, u, u)           // [t0+t2 t1+t3 ...]
 	VPERMILPS(U8(0xb1), u, w) // [t1+t3 t0+t2 ...]
 	VADDPS(w, u, u)           // lane 0: (t0+t2) + (t1+t3)
-	VCOMPRESSPS(u, k, Mem{Base: out})
+	return u
 }
 
 // axpysF16x512 writes axpysF16AVX512: axpysF16AVX2 with 16-lane registers,
@@ -156,4 +169,258 @@ func reduce4x512(s []VecVirtual, k Register, out Register) {
 func axpysF16x512() {
 	axpys("axpysF16AVX512", "axpysF16x", []axpysChunk{{8, 16}, {4, 16}, {2, 16}, {1, 16}, {1, 8}},
 		"row t at x + t*stride bytes, n a multiple of 8 and count at least 1.")
+}
+
+// dotsF16HeadsX512 writes dotsF16H<h>AVX512 (h = 2, 3 or 4): dotsF16AVX512
+// for h query vectors against the same rows, one row a step, its f16
+// converted once for all h (grouped-query attention: the query heads that
+// share a KV head). Head j's products and sums are dotsRows512's for that
+// head alone, in its order, and its reduction is reduce4x512's (the four
+// lanes of a step are the heads, a head repeated where h < 4), so
+// out[j*outStride+t] is dotF16Go(a[j*n:(j+1)*n], row t) bit for bit.
+func dotsF16HeadsX512(h int) {
+	name := fmt.Sprintf("dotsF16H%dAVX512", h)
+	lbl := fmt.Sprintf("dotsF16H%d", h)
+	TEXT(name, NOSPLIT, "func(a *float32, b *uint16, n, stride int, out *float32, outStride, count int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s sets out[j*outStride+t] = dotF16Go(a[j*n:(j+1)*n], row t of b) for j < %d", name, h),
+		"and t < count, row t at b + t*stride bytes, n a multiple of 8 and count at least 1.")
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n"), GP64())
+	stride := Load(Param("stride"), GP64())
+	out := Load(Param("out"), GP64())
+	os := Load(Param("outStride"), GP64())
+	SHLQ(U8(2), os)
+	count := Load(Param("count"), GP64())
+	n32 := GP64()
+	MOVQ(n, n32)
+	ANDQ(I8(-32), n32)
+	as := []Register{a}
+	nb := GP64()
+	MOVQ(n, nb)
+	SHLQ(U8(2), nb)
+	for j := 1; j < h; j++ {
+		r := GP64()
+		LEAQ(Mem{Base: as[j-1], Index: nb, Scale: 1}, r)
+		as = append(as, r)
+	}
+	ahead := aheadOf(stride)
+
+	Label(lbl + "_row")
+	prefetchRow(b, ahead, n, lbl+"_pf")
+	s := dotsHeads512(lbl, as, b, n, n32)
+	for len(s) < 4 {
+		s = append(s, s[0])
+	}
+	u := reduce4Lanes512(s)
+	VMOVSS(u.AsX(), Mem{Base: out})
+	for j := 1; j < h; j++ {
+		x := XMM()
+		VEXTRACTF32X4(U8(j), u, x)
+		switch j {
+		case 1, 2:
+			VMOVSS(x, Mem{Base: out, Index: os, Scale: uint8(j)})
+		case 3:
+			o3 := GP64()
+			LEAQ(Mem{Base: out, Index: os, Scale: 2}, o3)
+			VMOVSS(x, Mem{Base: o3, Index: os, Scale: 1})
+		}
+	}
+	ADDQ(U8(4), out)
+	ADDQ(stride, b)
+	DECQ(count)
+	JNZ(LabelRef(lbl + "_row"))
+	VZEROUPPER()
+	RET()
+}
+
+// dotsHeads512 is dotsRows512 for one row and the query vectors at as:
+// the row's f16 are converted once a step and multiplied by each head's.
+func dotsHeads512(name string, as []Register, row, n, n32 Register) []VecVirtual {
+	pa := make([]VecVirtual, len(as))
+	pb := make([]VecVirtual, len(as))
+	for j := range as {
+		pa[j], pb[j] = ZMM(), ZMM()
+		VPXORD(pa[j], pa[j], pa[j])
+		VPXORD(pb[j], pb[j], pb[j])
+	}
+	i := GP64()
+	cvt16 := func(disp int) VecVirtual {
+		t := ZMM()
+		VCVTPH2PS(Mem{Base: row, Index: i, Scale: 2, Disp: 2 * disp}, t)
+		return t
+	}
+	cvt8 := func(disp int) VecVirtual {
+		t := YMM()
+		VCVTPH2PS(Mem{Base: row, Index: i, Scale: 2, Disp: 2 * disp}, t)
+		return t
+	}
+	add16 := func(t VecVirtual, j int, acc VecVirtual, disp int) {
+		p := ZMM()
+		VMULPS(Mem{Base: as[j], Index: i, Scale: 4, Disp: 4 * disp}, t, p)
+		VADDPS(p, acc, acc)
+	}
+	add8 := func(t VecVirtual, j int, acc VecVirtual, disp int) {
+		p := YMM()
+		VMULPS(Mem{Base: as[j], Index: i, Scale: 4, Disp: 4 * disp}, t, p)
+		VADDPS(p.AsZ(), acc, acc)
+	}
+	loop(name+"_32", i, n32, 32, func() {
+		t0, t1 := cvt16(0), cvt16(16)
+		for j := range as {
+			add16(t0, j, pa[j], 0)
+			add16(t1, j, pb[j], 16)
+		}
+	})
+	rem := GP64()
+	MOVQ(n, rem)
+	SUBQ(i, rem)
+	JZ(LabelRef(name + "_sum"))
+	CMPQ(rem, U8(16))
+	JL(LabelRef(name + "_8"))
+	t0 := cvt16(0)
+	for j := range as {
+		add16(t0, j, pa[j], 0)
+	}
+	CMPQ(rem, U8(16))
+	JE(LabelRef(name + "_sum"))
+	t1 := cvt8(16)
+	for j := range as {
+		add8(t1, j, pb[j], 16)
+	}
+	JMP(LabelRef(name + "_sum"))
+	Label(name + "_8")
+	t2 := cvt8(0)
+	for j := range as {
+		add8(t2, j, pa[j], 0)
+	}
+	Label(name + "_sum")
+	s := make([]VecVirtual, len(as))
+	for j := range as {
+		s[j] = halves512(pa[j], pb[j])
+	}
+	return s
+}
+
+// axpysF16HeadsX512 writes axpysF16H<h>AVX512 (h = 2, 3 or 4): axpysF16AVX512
+// for h weight vectors and h outputs over the same rows, each row's f16
+// converted once for all h (the attention's weighted sums of the values
+// for the query heads that share a KV head). Each element of each output
+// gets axpysF16AVX512's product and sum per row, in row order.
+func axpysF16HeadsX512(h int) {
+	name := fmt.Sprintf("axpysF16H%dAVX512", h)
+	label := fmt.Sprintf("axpysF16H%d", h)
+	TEXT(name, NOSPLIT, "func(p *float32, pStride int, x *uint16, stride int, y *float32, n, count int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s does axpyF16Go(p[j*pStride+t], row t of x, y[j*n:(j+1)*n]) for j < %d", name, h),
+		"and t = 0, 1, ..., count-1, row t at x + t*stride bytes, n a multiple of 8 and count at least 1.")
+	ps := Load(Param("pStride"), GP64())
+	SHLQ(U8(2), ps)
+	x := Load(Param("x"), GP64())
+	stride := Load(Param("stride"), GP64())
+	y := Load(Param("y"), GP64())
+	n := Load(Param("n"), GP64())
+	nb := GP64()
+	MOVQ(n, nb)
+	SHLQ(U8(2), nb)
+	ahead := aheadOf(stride)
+	chunks := []axpysChunk{{4, 16}, {2, 16}, {1, 16}, {1, 8}}
+	for ci, c := range chunks {
+		size := c.regs * c.lanes
+		lbl := fmt.Sprintf("%s_%d", label, size)
+		next := label + "_done"
+		if ci+1 < len(chunks) {
+			next = fmt.Sprintf("%s_%d", label, chunks[ci+1].regs*chunks[ci+1].lanes)
+		}
+		Label(lbl)
+		CMPQ(n, U8(size))
+		JL(LabelRef(next))
+		vec := func() VecVirtual {
+			if c.lanes == 16 {
+				return ZMM()
+			}
+			return YMM()
+		}
+		var y3 Register
+		if h == 4 {
+			y3 = GP64()
+			LEAQ(Mem{Base: y, Index: nb, Scale: 2}, y3)
+			ADDQ(nb, y3)
+		}
+		yAt := func(j, disp int) Mem {
+			switch j {
+			case 0:
+				return Mem{Base: y, Disp: disp}
+			case 3:
+				return Mem{Base: y3, Disp: disp}
+			}
+			return Mem{Base: y, Index: nb, Scale: uint8(j), Disp: disp}
+		}
+		acc := make([][]VecVirtual, h)
+		for j := range acc {
+			acc[j] = make([]VecVirtual, c.regs)
+			for r := range acc[j] {
+				acc[j][r] = vec()
+				VMOVUPS(yAt(j, 4*c.lanes*r), acc[j][r])
+			}
+		}
+		xr, pr, cnt := GP64(), GP64(), GP64()
+		MOVQ(x, xr)
+		Load(Param("p"), pr)
+		var pr3 Register
+		if h == 4 {
+			pr3 = GP64()
+			LEAQ(Mem{Base: pr, Index: ps, Scale: 2}, pr3)
+			ADDQ(ps, pr3)
+		}
+		pAt := func(j int) Mem {
+			switch j {
+			case 0:
+				return Mem{Base: pr}
+			case 3:
+				return Mem{Base: pr3}
+			}
+			return Mem{Base: pr, Index: ps, Scale: uint8(j)}
+		}
+		Load(Param("count"), cnt)
+		Label(lbl + "t")
+		// the chunk's lines of the row rowsAhead rows on
+		for o := 0; o < 2*size; o += 64 {
+			PREFETCHT0(Mem{Base: xr, Index: ahead, Scale: 1, Disp: o})
+		}
+		bc := make([]VecVirtual, h)
+		for j := range bc {
+			bc[j] = vec()
+			VBROADCASTSS(pAt(j), bc[j])
+		}
+		for r := 0; r < c.regs; r++ {
+			v := vec()
+			VCVTPH2PS(Mem{Base: xr, Disp: 2 * c.lanes * r}, v)
+			for j := range bc {
+				t := vec()
+				VMULPS(bc[j], v, t)
+				VADDPS(t, acc[j][r], acc[j][r])
+			}
+		}
+		ADDQ(U8(4), pr)
+		if h == 4 {
+			ADDQ(U8(4), pr3)
+		}
+		ADDQ(stride, xr)
+		DECQ(cnt)
+		JNZ(LabelRef(lbl + "t"))
+		for j := range acc {
+			for r := range acc[j] {
+				VMOVUPS(acc[j][r], yAt(j, 4*c.lanes*r))
+			}
+		}
+		ADDQ(U32(4*size), y)
+		ADDQ(U32(2*size), x)
+		SUBQ(U32(size), n)
+		JMP(LabelRef(lbl))
+	}
+	Label(label + "_done")
+	VZEROUPPER()
+	RET()
 }

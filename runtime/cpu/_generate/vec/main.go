@@ -34,6 +34,10 @@ func main() {
 	axpysF16()
 	dotsF16x512()
 	axpysF16x512()
+	for h := 2; h <= 4; h++ {
+		dotsF16HeadsX512(h)
+		axpysF16HeadsX512(h)
+	}
 	toF16()
 	roundF16()
 	scaleMax()
