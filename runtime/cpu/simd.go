@@ -68,7 +68,8 @@ type kernels struct {
 	// The same for h = 2, 3 or 4 query heads that share a KV head, each
 	// row of the cache converted once for all h (DotsF16Heads,
 	// AxpysF16Heads; dotsHeads and axpysHeads pick one), nil where a set
-	// has none (the heads then go one at a time).
+	// has none (AVX2 has none for four; the heads then go by fewer, or one
+	// at a time).
 	dotsF16H2, dotsF16H3, dotsF16H4    func(a *float32, b *uint16, n, stride int, out *float32, outStride, count int)
 	axpysF16H2, axpysF16H3, axpysF16H4 func(p *float32, pStride int, x *uint16, stride int, y *float32, n, count int)
 
@@ -96,6 +97,7 @@ var avx2Kernels = &kernels{
 	q4_KRows: q4_KRowsAVX2, q5_KRows: q5_KRowsAVX2, q6_KRows: q6_KRowsAVX2,
 	quantQ8_0: quantQ8_0AVX2, quantQ8_K: quantQ8_KAVX2, permute64: permute64AVX2,
 	dotsF16: dotsF16AVX2, axpysF16: axpysF16AVX2,
+	dotsF16H2: dotsF16H2AVX2, dotsF16H3: dotsF16H3AVX2, axpysF16H2: axpysF16H2AVX2, axpysF16H3: axpysF16H3AVX2,
 	gemm2: gemm2AVX2, gemm2Q8: gemm2Q8AVX2,
 	gemmPackQ4_0: gemmPackQ4_0AVX2, gemmPackQ8_0: gemmPackQ8_0AVX2, gemmPackHigh: gemmPackHighAVX2,
 	gemmPrefetch: gemmPrefetchAVX2,

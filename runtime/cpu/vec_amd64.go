@@ -39,6 +39,30 @@ func dotsF16AVX512(a *float32, b *uint16, n int, stride int, out *float32, count
 //go:noescape
 func axpysF16AVX512(a *float32, x *uint16, stride int, y *float32, n int, count int)
 
+// dotsF16H2AVX2 sets out[j*outStride+t] = dotF16Go(a[j*n:(j+1)*n], row t of b) for j < 2
+// and t < count, row t at b + t*stride bytes, n a multiple of 8 and count at least 1.
+//
+//go:noescape
+func dotsF16H2AVX2(a *float32, b *uint16, n int, stride int, out *float32, outStride int, count int)
+
+// axpysF16H2AVX2 does axpyF16Go(p[j*pStride+t], row t of x, y[j*n:(j+1)*n]) for j < 2
+// and t = 0, 1, ..., count-1, row t at x + t*stride bytes, n a multiple of 8 and count at least 1.
+//
+//go:noescape
+func axpysF16H2AVX2(p *float32, pStride int, x *uint16, stride int, y *float32, n int, count int)
+
+// dotsF16H3AVX2 sets out[j*outStride+t] = dotF16Go(a[j*n:(j+1)*n], row t of b) for j < 3
+// and t < count, row t at b + t*stride bytes, n a multiple of 8 and count at least 1.
+//
+//go:noescape
+func dotsF16H3AVX2(a *float32, b *uint16, n int, stride int, out *float32, outStride int, count int)
+
+// axpysF16H3AVX2 does axpyF16Go(p[j*pStride+t], row t of x, y[j*n:(j+1)*n]) for j < 3
+// and t = 0, 1, ..., count-1, row t at x + t*stride bytes, n a multiple of 8 and count at least 1.
+//
+//go:noescape
+func axpysF16H3AVX2(p *float32, pStride int, x *uint16, stride int, y *float32, n int, count int)
+
 // dotsF16H2AVX512 sets out[j*outStride+t] = dotF16Go(a[j*n:(j+1)*n], row t of b) for j < 2
 // and t < count, row t at b + t*stride bytes, n a multiple of 8 and count at least 1.
 //

@@ -1020,6 +1020,521 @@ axpysF16x_done:
 	VZEROUPPER
 	RET
 
+// func dotsF16H2AVX2(a *float32, b *uint16, n int, stride int, out *float32, outStride int, count int)
+// Requires: AVX, F16C, MMX+
+TEXT ·dotsF16H2AVX2(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ n+16(FP), DX
+	MOVQ stride+24(FP), BX
+	MOVQ out+32(FP), SI
+	MOVQ outStride+40(FP), DI
+	SHLQ $0x02, DI
+	MOVQ count+48(FP), R8
+	MOVQ DX, R9
+	ANDQ $-32, R9
+	MOVQ DX, R10
+	SHLQ $0x02, R10
+	LEAQ (AX)(R10*1), R10
+	MOVQ BX, R11
+	SHLQ $0x06, R11
+
+dotsF16H2v2_row:
+	PREFETCHT0 (CX)(R11*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16H2v2_pf
+	PREFETCHT0 64(CX)(R11*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16H2v2_pf
+	PREFETCHT0 128(CX)(R11*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16H2v2_pf
+	PREFETCHT0 192(CX)(R11*1)
+
+dotsF16H2v2_pf:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R12, R12
+	CMPQ   R9, R12
+	JE     dotsF16H2v2_32_done
+
+dotsF16H2v2_32_loop:
+	VCVTPH2PS (CX)(R12*2), Y8
+	VMULPS    (AX)(R12*4), Y8, Y9
+	VADDPS    Y9, Y0, Y0
+	VMULPS    (R10)(R12*4), Y8, Y9
+	VADDPS    Y9, Y4, Y4
+	VCVTPH2PS 16(CX)(R12*2), Y8
+	VMULPS    32(AX)(R12*4), Y8, Y9
+	VADDPS    Y9, Y1, Y1
+	VMULPS    32(R10)(R12*4), Y8, Y9
+	VADDPS    Y9, Y5, Y5
+	VCVTPH2PS 32(CX)(R12*2), Y8
+	VMULPS    64(AX)(R12*4), Y8, Y9
+	VADDPS    Y9, Y2, Y2
+	VMULPS    64(R10)(R12*4), Y8, Y9
+	VADDPS    Y9, Y6, Y6
+	VCVTPH2PS 48(CX)(R12*2), Y8
+	VMULPS    96(AX)(R12*4), Y8, Y9
+	VADDPS    Y9, Y3, Y3
+	VMULPS    96(R10)(R12*4), Y8, Y9
+	VADDPS    Y9, Y7, Y7
+	ADDQ      $0x20, R12
+	CMPQ      R9, R12
+	JNE       dotsF16H2v2_32_loop
+
+dotsF16H2v2_32_done:
+	CMPQ      DX, R12
+	JE        dotsF16H2v2_reduce
+	VCVTPH2PS (CX)(R12*2), Y8
+	VMULPS    (AX)(R12*4), Y8, Y9
+	VADDPS    Y9, Y0, Y0
+	VMULPS    (R10)(R12*4), Y8, Y9
+	VADDPS    Y9, Y4, Y4
+	ADDQ      $0x08, R12
+	CMPQ      DX, R12
+	JE        dotsF16H2v2_reduce
+	VCVTPH2PS (CX)(R12*2), Y8
+	VMULPS    (AX)(R12*4), Y8, Y9
+	VADDPS    Y9, Y1, Y1
+	VMULPS    (R10)(R12*4), Y8, Y9
+	VADDPS    Y9, Y5, Y5
+	ADDQ      $0x08, R12
+	CMPQ      DX, R12
+	JE        dotsF16H2v2_reduce
+	VCVTPH2PS (CX)(R12*2), Y8
+	VMULPS    (AX)(R12*4), Y8, Y9
+	VADDPS    Y9, Y2, Y2
+	VMULPS    (R10)(R12*4), Y8, Y9
+	VADDPS    Y9, Y6, Y6
+	ADDQ      $0x08, R12
+
+dotsF16H2v2_reduce:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VADDPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X4
+	VMOVHLPS     X4, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSHDUP    X4, X0
+	VADDSS       X0, X4, X4
+	VMOVSS       X4, (SI)(DI*1)
+	ADDQ         $0x04, SI
+	ADDQ         BX, CX
+	DECQ         R8
+	JNZ          dotsF16H2v2_row
+	VZEROUPPER
+	RET
+
+// func axpysF16H2AVX2(p *float32, pStride int, x *uint16, stride int, y *float32, n int, count int)
+// Requires: AVX, F16C, MMX+
+TEXT ·axpysF16H2AVX2(SB), NOSPLIT, $0-56
+	MOVQ pStride+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ x+16(FP), CX
+	MOVQ stride+24(FP), DX
+	MOVQ y+32(FP), BX
+	MOVQ n+40(FP), SI
+	MOVQ SI, DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x06, R8
+
+axpysF16H2v2_32:
+	CMPQ    SI, $0x20
+	JL      axpysF16H2v2_16
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVUPS 64(BX), Y2
+	VMOVUPS 96(BX), Y3
+	VMOVUPS (BX)(DI*1), Y4
+	VMOVUPS 32(BX)(DI*1), Y5
+	VMOVUPS 64(BX)(DI*1), Y6
+	VMOVUPS 96(BX)(DI*1), Y7
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H2v2_32t:
+	PREFETCHT0   (R9)(R8*1)
+	VBROADCASTSS (R10), Y8
+	VBROADCASTSS (R10)(AX*1), Y9
+	VCVTPH2PS    (R9), Y10
+	VMULPS       Y8, Y10, Y11
+	VADDPS       Y11, Y0, Y0
+	VMULPS       Y9, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VCVTPH2PS    16(R9), Y10
+	VMULPS       Y8, Y10, Y11
+	VADDPS       Y11, Y1, Y1
+	VMULPS       Y9, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VCVTPH2PS    32(R9), Y10
+	VMULPS       Y8, Y10, Y11
+	VADDPS       Y11, Y2, Y2
+	VMULPS       Y9, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VCVTPH2PS    48(R9), Y10
+	VMULPS       Y8, Y10, Y8
+	VADDPS       Y8, Y3, Y3
+	VMULPS       Y9, Y10, Y8
+	VADDPS       Y8, Y7, Y7
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H2v2_32t
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, 32(BX)
+	VMOVUPS      Y2, 64(BX)
+	VMOVUPS      Y3, 96(BX)
+	VMOVUPS      Y4, (BX)(DI*1)
+	VMOVUPS      Y5, 32(BX)(DI*1)
+	VMOVUPS      Y6, 64(BX)(DI*1)
+	VMOVUPS      Y7, 96(BX)(DI*1)
+	ADDQ         $0x00000080, BX
+	ADDQ         $0x00000040, CX
+	SUBQ         $0x00000020, SI
+	JMP          axpysF16H2v2_32
+
+axpysF16H2v2_16:
+	CMPQ    SI, $0x10
+	JL      axpysF16H2v2_8
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVUPS (BX)(DI*1), Y2
+	VMOVUPS 32(BX)(DI*1), Y3
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H2v2_16t:
+	PREFETCHT0   (R9)(R8*1)
+	VBROADCASTSS (R10), Y4
+	VBROADCASTSS (R10)(AX*1), Y5
+	VCVTPH2PS    (R9), Y6
+	VMULPS       Y4, Y6, Y7
+	VADDPS       Y7, Y0, Y0
+	VMULPS       Y5, Y6, Y6
+	VADDPS       Y6, Y2, Y2
+	VCVTPH2PS    16(R9), Y6
+	VMULPS       Y4, Y6, Y4
+	VADDPS       Y4, Y1, Y1
+	VMULPS       Y5, Y6, Y4
+	VADDPS       Y4, Y3, Y3
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H2v2_16t
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, 32(BX)
+	VMOVUPS      Y2, (BX)(DI*1)
+	VMOVUPS      Y3, 32(BX)(DI*1)
+	ADDQ         $0x00000040, BX
+	ADDQ         $0x00000020, CX
+	SUBQ         $0x00000010, SI
+	JMP          axpysF16H2v2_16
+
+axpysF16H2v2_8:
+	CMPQ    SI, $0x08
+	JL      axpysF16H2v2_done
+	VMOVUPS (BX), Y0
+	VMOVUPS (BX)(DI*1), Y1
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H2v2_8t:
+	PREFETCHT0   (R9)(R8*1)
+	VBROADCASTSS (R10), Y2
+	VBROADCASTSS (R10)(AX*1), Y3
+	VCVTPH2PS    (R9), Y4
+	VMULPS       Y2, Y4, Y2
+	VADDPS       Y2, Y0, Y0
+	VMULPS       Y3, Y4, Y2
+	VADDPS       Y2, Y1, Y1
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H2v2_8t
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, (BX)(DI*1)
+	ADDQ         $0x00000020, BX
+	ADDQ         $0x00000010, CX
+	SUBQ         $0x00000008, SI
+	JMP          axpysF16H2v2_8
+
+axpysF16H2v2_done:
+	VZEROUPPER
+	RET
+
+// func dotsF16H3AVX2(a *float32, b *uint16, n int, stride int, out *float32, outStride int, count int)
+// Requires: AVX, F16C, MMX+
+TEXT ·dotsF16H3AVX2(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), AX
+	MOVQ b+8(FP), CX
+	MOVQ n+16(FP), DX
+	MOVQ stride+24(FP), BX
+	MOVQ out+32(FP), SI
+	MOVQ outStride+40(FP), DI
+	SHLQ $0x02, DI
+	MOVQ count+48(FP), R8
+	MOVQ DX, R9
+	ANDQ $-32, R9
+	MOVQ DX, R10
+	SHLQ $0x02, R10
+	LEAQ (AX)(R10*1), R11
+	LEAQ (R11)(R10*1), R10
+	MOVQ BX, R12
+	SHLQ $0x06, R12
+
+dotsF16H3v2_row:
+	PREFETCHT0 (CX)(R12*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16H3v2_pf
+	PREFETCHT0 64(CX)(R12*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16H3v2_pf
+	PREFETCHT0 128(CX)(R12*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16H3v2_pf
+	PREFETCHT0 192(CX)(R12*1)
+
+dotsF16H3v2_pf:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	XORQ   R13, R13
+	CMPQ   R9, R13
+	JE     dotsF16H3v2_32_done
+
+dotsF16H3v2_32_loop:
+	VCVTPH2PS (CX)(R13*2), Y12
+	VMULPS    (AX)(R13*4), Y12, Y13
+	VADDPS    Y13, Y0, Y0
+	VMULPS    (R11)(R13*4), Y12, Y13
+	VADDPS    Y13, Y4, Y4
+	VMULPS    (R10)(R13*4), Y12, Y13
+	VADDPS    Y13, Y8, Y8
+	VCVTPH2PS 16(CX)(R13*2), Y12
+	VMULPS    32(AX)(R13*4), Y12, Y13
+	VADDPS    Y13, Y1, Y1
+	VMULPS    32(R11)(R13*4), Y12, Y13
+	VADDPS    Y13, Y5, Y5
+	VMULPS    32(R10)(R13*4), Y12, Y13
+	VADDPS    Y13, Y9, Y9
+	VCVTPH2PS 32(CX)(R13*2), Y12
+	VMULPS    64(AX)(R13*4), Y12, Y13
+	VADDPS    Y13, Y2, Y2
+	VMULPS    64(R11)(R13*4), Y12, Y13
+	VADDPS    Y13, Y6, Y6
+	VMULPS    64(R10)(R13*4), Y12, Y13
+	VADDPS    Y13, Y10, Y10
+	VCVTPH2PS 48(CX)(R13*2), Y12
+	VMULPS    96(AX)(R13*4), Y12, Y13
+	VADDPS    Y13, Y3, Y3
+	VMULPS    96(R11)(R13*4), Y12, Y13
+	VADDPS    Y13, Y7, Y7
+	VMULPS    96(R10)(R13*4), Y12, Y13
+	VADDPS    Y13, Y11, Y11
+	ADDQ      $0x20, R13
+	CMPQ      R9, R13
+	JNE       dotsF16H3v2_32_loop
+
+dotsF16H3v2_32_done:
+	CMPQ      DX, R13
+	JE        dotsF16H3v2_reduce
+	VCVTPH2PS (CX)(R13*2), Y12
+	VMULPS    (AX)(R13*4), Y12, Y13
+	VADDPS    Y13, Y0, Y0
+	VMULPS    (R11)(R13*4), Y12, Y13
+	VADDPS    Y13, Y4, Y4
+	VMULPS    (R10)(R13*4), Y12, Y13
+	VADDPS    Y13, Y8, Y8
+	ADDQ      $0x08, R13
+	CMPQ      DX, R13
+	JE        dotsF16H3v2_reduce
+	VCVTPH2PS (CX)(R13*2), Y12
+	VMULPS    (AX)(R13*4), Y12, Y13
+	VADDPS    Y13, Y1, Y1
+	VMULPS    (R11)(R13*4), Y12, Y13
+	VADDPS    Y13, Y5, Y5
+	VMULPS    (R10)(R13*4), Y12, Y13
+	VADDPS    Y13, Y9, Y9
+	ADDQ      $0x08, R13
+	CMPQ      DX, R13
+	JE        dotsF16H3v2_reduce
+	VCVTPH2PS (CX)(R13*2), Y12
+	VMULPS    (AX)(R13*4), Y12, Y13
+	VADDPS    Y13, Y2, Y2
+	VMULPS    (R11)(R13*4), Y12, Y13
+	VADDPS    Y13, Y6, Y6
+	VMULPS    (R10)(R13*4), Y12, Y13
+	VADDPS    Y13, Y10, Y10
+	ADDQ      $0x08, R13
+
+dotsF16H3v2_reduce:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VADDPS       Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X0
+	VADDPS       X0, X4, X4
+	VMOVHLPS     X4, X4, X0
+	VADDPS       X0, X4, X4
+	VMOVSHDUP    X4, X0
+	VADDSS       X0, X4, X4
+	VMOVSS       X4, (SI)(DI*1)
+	VADDPS       Y9, Y8, Y8
+	VADDPS       Y11, Y10, Y10
+	VADDPS       Y10, Y8, Y8
+	VEXTRACTF128 $0x01, Y8, X0
+	VADDPS       X0, X8, X8
+	VMOVHLPS     X8, X8, X0
+	VADDPS       X0, X8, X8
+	VMOVSHDUP    X8, X0
+	VADDSS       X0, X8, X8
+	VMOVSS       X8, (SI)(DI*2)
+	ADDQ         $0x04, SI
+	ADDQ         BX, CX
+	DECQ         R8
+	JNZ          dotsF16H3v2_row
+	VZEROUPPER
+	RET
+
+// func axpysF16H3AVX2(p *float32, pStride int, x *uint16, stride int, y *float32, n int, count int)
+// Requires: AVX, F16C, MMX+
+TEXT ·axpysF16H3AVX2(SB), NOSPLIT, $0-56
+	MOVQ pStride+8(FP), AX
+	SHLQ $0x02, AX
+	MOVQ x+16(FP), CX
+	MOVQ stride+24(FP), DX
+	MOVQ y+32(FP), BX
+	MOVQ n+40(FP), SI
+	MOVQ SI, DI
+	SHLQ $0x02, DI
+	MOVQ DX, R8
+	SHLQ $0x06, R8
+
+axpysF16H3v2_16:
+	CMPQ    SI, $0x10
+	JL      axpysF16H3v2_8
+	VMOVUPS (BX), Y0
+	VMOVUPS 32(BX), Y1
+	VMOVUPS (BX)(DI*1), Y2
+	VMOVUPS 32(BX)(DI*1), Y3
+	VMOVUPS (BX)(DI*2), Y4
+	VMOVUPS 32(BX)(DI*2), Y5
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H3v2_16t:
+	PREFETCHT0   (R9)(R8*1)
+	VBROADCASTSS (R10), Y6
+	VBROADCASTSS (R10)(AX*1), Y7
+	VBROADCASTSS (R10)(AX*2), Y8
+	VCVTPH2PS    (R9), Y9
+	VMULPS       Y6, Y9, Y10
+	VADDPS       Y10, Y0, Y0
+	VMULPS       Y7, Y9, Y10
+	VADDPS       Y10, Y2, Y2
+	VMULPS       Y8, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VCVTPH2PS    16(R9), Y9
+	VMULPS       Y6, Y9, Y6
+	VADDPS       Y6, Y1, Y1
+	VMULPS       Y7, Y9, Y6
+	VADDPS       Y6, Y3, Y3
+	VMULPS       Y8, Y9, Y6
+	VADDPS       Y6, Y5, Y5
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H3v2_16t
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, 32(BX)
+	VMOVUPS      Y2, (BX)(DI*1)
+	VMOVUPS      Y3, 32(BX)(DI*1)
+	VMOVUPS      Y4, (BX)(DI*2)
+	VMOVUPS      Y5, 32(BX)(DI*2)
+	ADDQ         $0x00000040, BX
+	ADDQ         $0x00000020, CX
+	SUBQ         $0x00000010, SI
+	JMP          axpysF16H3v2_16
+
+axpysF16H3v2_8:
+	CMPQ    SI, $0x08
+	JL      axpysF16H3v2_done
+	VMOVUPS (BX), Y0
+	VMOVUPS (BX)(DI*1), Y1
+	VMOVUPS (BX)(DI*2), Y2
+	MOVQ    CX, R9
+	MOVQ    p+0(FP), R10
+	MOVQ    count+48(FP), R11
+
+axpysF16H3v2_8t:
+	PREFETCHT0   (R9)(R8*1)
+	VBROADCASTSS (R10), Y3
+	VBROADCASTSS (R10)(AX*1), Y4
+	VBROADCASTSS (R10)(AX*2), Y5
+	VCVTPH2PS    (R9), Y6
+	VMULPS       Y3, Y6, Y3
+	VADDPS       Y3, Y0, Y0
+	VMULPS       Y4, Y6, Y3
+	VADDPS       Y3, Y1, Y1
+	VMULPS       Y5, Y6, Y3
+	VADDPS       Y3, Y2, Y2
+	ADDQ         $0x04, R10
+	ADDQ         DX, R9
+	DECQ         R11
+	JNZ          axpysF16H3v2_8t
+	VMOVUPS      Y0, (BX)
+	VMOVUPS      Y1, (BX)(DI*1)
+	VMOVUPS      Y2, (BX)(DI*2)
+	ADDQ         $0x00000020, BX
+	ADDQ         $0x00000010, CX
+	SUBQ         $0x00000008, SI
+	JMP          axpysF16H3v2_8
+
+axpysF16H3v2_done:
+	VZEROUPPER
+	RET
+
 // func dotsF16H2AVX512(a *float32, b *uint16, n int, stride int, out *float32, outStride int, count int)
 // Requires: AVX, AVX512F, F16C, MMX+
 TEXT ·dotsF16H2AVX512(SB), NOSPLIT, $0-56

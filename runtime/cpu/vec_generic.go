@@ -47,6 +47,22 @@ func dotsF16AVX512(a *float32, b *uint16, n, stride int, out *float32, count int
 
 func axpysF16AVX512(a *float32, x *uint16, stride int, y *float32, n, count int) { noAsm() }
 
+func dotsF16H2AVX2(a *float32, b *uint16, n, stride int, out *float32, outStride, count int) {
+	noAsm()
+}
+
+func dotsF16H3AVX2(a *float32, b *uint16, n, stride int, out *float32, outStride, count int) {
+	noAsm()
+}
+
+func axpysF16H2AVX2(p *float32, pStride int, x *uint16, stride int, y *float32, n, count int) {
+	noAsm()
+}
+
+func axpysF16H3AVX2(p *float32, pStride int, x *uint16, stride int, y *float32, n, count int) {
+	noAsm()
+}
+
 func dotsF16H2AVX512(a *float32, b *uint16, n, stride int, out *float32, outStride, count int) {
 	noAsm()
 }

@@ -88,12 +88,13 @@ func checkDotsAxpysF16(t *testing.T, withSIMD func(bool, func())) {
 // one-row operations of the scalar path, bit for bit: DotsF16Heads against
 // DotF16 head by head and row by row, AxpysF16Heads against AxpyF16 head by
 // head, row after row, for one to nine heads (the AVX-512 kernels take two
-// to four a call, the rest one at a time), head sizes that are and are not
-// multiples of 8, 16, 32 or 64, one to 37 rows, strides longer than a row,
-// outputs and weights spaced wider than a head's, and f16 values of every
-// exponent; nothing past the outputs nor between the heads' is written;
-// with the scalar kernels, the best set this CPU runs, and every set of
-// testLevels (the AVX-512 one under x86sim on a CPU without it).
+// to four a call, the AVX2 ones two or three, the rest one at a time), head
+// sizes that are and are not multiples of 8, 16, 32 or 64, one to 37 rows,
+// strides longer than a row, outputs and weights spaced wider than a
+// head's, and f16 values of every exponent; nothing past the outputs nor
+// between the heads' is written; with the scalar kernels, the best set
+// this CPU runs, and every set of testLevels (the AVX-512 one under x86sim
+// on a CPU without it).
 func TestDotsAxpysF16Heads(t *testing.T) {
 	checkDotsAxpysF16Heads(t, func(on bool, f func()) { withSIMD(on, f) })
 	forLevels(t, func(t *testing.T, k *kernels) {

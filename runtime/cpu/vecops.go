@@ -145,7 +145,7 @@ func DotsF16(a []float32, b []uint16, stride int, out []float32) {
 // DotsF16Heads is DotsF16 for the query vectors of heads query heads that
 // share a KV head: out[j*outStride+t] = DotF16(a[j*n:(j+1)*n], b[t*stride:])
 // for j < heads and t < count, n = len(a)/heads. The AVX-512 set converts
-// each f16 row once for up to four heads (grouped-query attention reads a
+// each f16 row once for up to four heads (AVX2: three) (grouped-query attention reads a
 // KV head's rows once per query head otherwise); the bits are DotsF16's,
 // head by head.
 func DotsF16Heads(a []float32, heads int, b []uint16, stride int, out []float32, outStride, count int) {
@@ -160,11 +160,12 @@ func DotsF16Heads(a []float32, heads int, b []uint16, stride int, out []float32,
 	out = out[:(heads-1)*outStride+count]
 	k := active.Load()
 	for j := 0; j < heads; {
-		h := min(heads-j, 4)
-		if f := k.dotsHeads(h); f != nil && n > 0 && n%8 == 0 {
-			f(&a[j*n], &b[0], n, 2*stride, &out[j*outStride], outStride, count)
-			j += h
-			continue
+		if n > 0 && n%8 == 0 {
+			if h, f := k.dotsHeads(heads - j); f != nil {
+				f(&a[j*n], &b[0], n, 2*stride, &out[j*outStride], outStride, count)
+				j += h
+				continue
+			}
 		}
 		DotsF16(a[j*n:(j+1)*n], b, stride, out[j*outStride:j*outStride+count])
 		j++
@@ -174,7 +175,7 @@ func DotsF16Heads(a []float32, heads int, b []uint16, stride int, out []float32,
 // AxpysF16Heads is AxpysF16 for heads query heads that share a KV head:
 // AxpysF16(p[j*pStride:j*pStride+count], x, stride, y[j*n:(j+1)*n]) for
 // j < heads, n = len(y)/heads, with the bits of those calls (the AVX-512
-// set converts each f16 row once for up to four heads).
+// set converts each f16 row once for up to four heads, AVX2 three).
 func AxpysF16Heads(p []float32, pStride int, x []uint16, stride int, y []float32, heads, count int) {
 	if heads <= 0 || count <= 0 {
 		return
@@ -187,49 +188,50 @@ func AxpysF16Heads(p []float32, pStride int, x []uint16, stride int, y []float32
 	p = p[:(heads-1)*pStride+count]
 	k := active.Load()
 	for j := 0; j < heads; {
-		h := min(heads-j, 4)
-		if f := k.axpysHeads(h); f != nil && n > 0 && n%8 == 0 {
-			f(&p[j*pStride], pStride, &x[0], 2*stride, &y[j*n], n, count)
-			j += h
-			continue
+		if n > 0 && n%8 == 0 {
+			if h, f := k.axpysHeads(heads - j); f != nil {
+				f(&p[j*pStride], pStride, &x[0], 2*stride, &y[j*n], n, count)
+				j += h
+				continue
+			}
 		}
 		AxpysF16(p[j*pStride:j*pStride+count], x, stride, y[j*n:(j+1)*n])
 		j++
 	}
 }
 
-// dotsHeads returns k's dots kernel for h heads, nil if it has none (or k
-// is nil).
-func (k *kernels) dotsHeads(h int) func(a *float32, b *uint16, n, stride int, out *float32, outStride, count int) {
+// dotsHeads returns k's dots kernel for the most heads, up to four and
+// at most heads, that it has one for, and how many; nil if it has none for
+// two or more (or k is nil).
+func (k *kernels) dotsHeads(heads int) (int, func(a *float32, b *uint16, n, stride int, out *float32, outStride, count int)) {
 	if k == nil {
-		return nil
+		return 0, nil
 	}
-	switch h {
-	case 2:
-		return k.dotsF16H2
-	case 3:
-		return k.dotsF16H3
-	case 4:
-		return k.dotsF16H4
+	switch {
+	case heads >= 4 && k.dotsF16H4 != nil:
+		return 4, k.dotsF16H4
+	case heads >= 3 && k.dotsF16H3 != nil:
+		return 3, k.dotsF16H3
+	case heads >= 2 && k.dotsF16H2 != nil:
+		return 2, k.dotsF16H2
 	}
-	return nil
+	return 0, nil
 }
 
-// axpysHeads returns k's axpys kernel for h heads, nil if it has none (or
-// k is nil).
-func (k *kernels) axpysHeads(h int) func(p *float32, pStride int, x *uint16, stride int, y *float32, n, count int) {
+// axpysHeads is dotsHeads for the axpys kernels.
+func (k *kernels) axpysHeads(heads int) (int, func(p *float32, pStride int, x *uint16, stride int, y *float32, n, count int)) {
 	if k == nil {
-		return nil
+		return 0, nil
 	}
-	switch h {
-	case 2:
-		return k.axpysF16H2
-	case 3:
-		return k.axpysF16H3
-	case 4:
-		return k.axpysF16H4
+	switch {
+	case heads >= 4 && k.axpysF16H4 != nil:
+		return 4, k.axpysF16H4
+	case heads >= 3 && k.axpysF16H3 != nil:
+		return 3, k.axpysF16H3
+	case heads >= 2 && k.axpysF16H2 != nil:
+		return 2, k.axpysF16H2
 	}
-	return nil
+	return 0, nil
 }
 
 // AxpysF16 does AxpyF16(a[t], x[t*stride:t*stride+len(y)], y) for t = 0, 1,

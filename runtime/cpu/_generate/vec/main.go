@@ -34,6 +34,10 @@ func main() {
 	axpysF16()
 	dotsF16x512()
 	axpysF16x512()
+	for h := 2; h <= 3; h++ {
+		dotsF16HeadsAVX2(h)
+		axpysF16HeadsAVX2(h)
+	}
 	for h := 2; h <= 4; h++ {
 		dotsF16HeadsX512(h)
 		axpysF16HeadsX512(h)
@@ -302,6 +306,195 @@ func dotsF16() {
 	ADDQ(stride, b)
 	DECQ(count)
 	JNZ(LabelRef("dotsF16_row"))
+	VZEROUPPER()
+	RET()
+}
+
+// dotsF16HeadsAVX2 writes dotsF16H<h>AVX2 (h = 2 or 3): dotsF16AVX2 for h
+// query vectors against the same rows, each row's f16 converted once for
+// all h (the query heads that share a KV head): head j's partial sums,
+// tail and reduction tree are dotF16Body's for that head alone, so
+// out[j*outStride+t] is dotF16Go(a[j*n:(j+1)*n], row t) bit for bit.
+func dotsF16HeadsAVX2(h int) {
+	name := fmt.Sprintf("dotsF16H%dAVX2", h)
+	lbl := fmt.Sprintf("dotsF16H%dv2", h)
+	TEXT(name, NOSPLIT, "func(a *float32, b *uint16, n, stride int, out *float32, outStride, count int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s sets out[j*outStride+t] = dotF16Go(a[j*n:(j+1)*n], row t of b) for j < %d", name, h),
+		"and t < count, row t at b + t*stride bytes, n a multiple of 8 and count at least 1.")
+	a := Load(Param("a"), GP64())
+	b := Load(Param("b"), GP64())
+	n := Load(Param("n"), GP64())
+	stride := Load(Param("stride"), GP64())
+	out := Load(Param("out"), GP64())
+	os := Load(Param("outStride"), GP64())
+	SHLQ(U8(2), os)
+	count := Load(Param("count"), GP64())
+	n32 := GP64()
+	MOVQ(n, n32)
+	ANDQ(I8(-32), n32)
+	as := []Register{a}
+	nb := GP64()
+	MOVQ(n, nb)
+	SHLQ(U8(2), nb)
+	for j := 1; j < h; j++ {
+		r := GP64()
+		LEAQ(Mem{Base: as[j-1], Index: nb, Scale: 1}, r)
+		as = append(as, r)
+	}
+	ahead := aheadOf(stride)
+
+	Label(lbl + "_row")
+	prefetchRow(b, ahead, n, lbl+"_pf")
+	acc := make([][4]VecVirtual, h)
+	for j := range acc {
+		for c := range acc[j] {
+			acc[j][c] = YMM()
+			VXORPS(acc[j][c], acc[j][c], acc[j][c])
+		}
+	}
+	i := GP64()
+	t, m := YMM(), YMM()
+	products := func(disp int, c int) {
+		VCVTPH2PS(elem(b, i, 2, 2*disp), t)
+		for j := range as {
+			VMULPS(elem(as[j], i, 4, 4*disp), t, m)
+			VADDPS(m, acc[j][c], acc[j][c])
+		}
+	}
+	loop(lbl+"_32", i, n32, 32, func() {
+		for c := 0; c < 4; c++ {
+			products(8*c, c)
+		}
+	})
+	// The last 0 to 3 chunks of 8 go to accumulators 0, 1, 2.
+	for c := 0; c < 3; c++ {
+		CMPQ(n, i)
+		JE(LabelRef(lbl + "_reduce"))
+		products(0, c)
+		ADDQ(U8(8), i)
+	}
+	Label(lbl + "_reduce")
+	for j := range acc {
+		a := acc[j]
+		VADDPS(a[1], a[0], a[0])
+		VADDPS(a[3], a[2], a[2])
+		VADDPS(a[2], a[0], a[0])
+		s, x := a[0].AsX(), XMM()
+		VEXTRACTF128(U8(1), a[0], x)
+		VADDPS(x, s, s)
+		VMOVHLPS(s, s, x)
+		VADDPS(x, s, s)
+		VMOVSHDUP(s, x)
+		VADDSS(x, s, s)
+		switch j {
+		case 0:
+			VMOVSS(s, Mem{Base: out})
+		case 1, 2:
+			VMOVSS(s, Mem{Base: out, Index: os, Scale: uint8(j)})
+		}
+	}
+	ADDQ(U8(4), out)
+	ADDQ(stride, b)
+	DECQ(count)
+	JNZ(LabelRef(lbl + "_row"))
+	VZEROUPPER()
+	RET()
+}
+
+// axpysF16HeadsAVX2 writes axpysF16H<h>AVX2 (h = 2 or 3): axpysF16AVX2 for
+// h weight vectors and h outputs over the same rows, each row's f16
+// converted once for all h, by chunks of y of four registers (h = 2) or
+// two (h = 3), then one; each element of each output gets axpysF16AVX2's
+// product and sum per row, in row order.
+func axpysF16HeadsAVX2(h int) {
+	name := fmt.Sprintf("axpysF16H%dAVX2", h)
+	label := fmt.Sprintf("axpysF16H%dv2", h)
+	TEXT(name, NOSPLIT, "func(p *float32, pStride int, x *uint16, stride int, y *float32, n, count int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s does axpyF16Go(p[j*pStride+t], row t of x, y[j*n:(j+1)*n]) for j < %d", name, h),
+		"and t = 0, 1, ..., count-1, row t at x + t*stride bytes, n a multiple of 8 and count at least 1.")
+	ps := Load(Param("pStride"), GP64())
+	SHLQ(U8(2), ps)
+	x := Load(Param("x"), GP64())
+	stride := Load(Param("stride"), GP64())
+	y := Load(Param("y"), GP64())
+	n := Load(Param("n"), GP64())
+	nb := GP64()
+	MOVQ(n, nb)
+	SHLQ(U8(2), nb)
+	ahead := aheadOf(stride)
+	chunks := []int{4, 2, 1}
+	if h == 3 {
+		chunks = []int{2, 1}
+	}
+	for ci, regs := range chunks {
+		size := 8 * regs
+		lbl := fmt.Sprintf("%s_%d", label, size)
+		next := label + "_done"
+		if ci+1 < len(chunks) {
+			next = fmt.Sprintf("%s_%d", label, 8*chunks[ci+1])
+		}
+		Label(lbl)
+		CMPQ(n, U8(size))
+		JL(LabelRef(next))
+		yAt := func(j, disp int) Mem {
+			if j == 0 {
+				return Mem{Base: y, Disp: disp}
+			}
+			return Mem{Base: y, Index: nb, Scale: uint8(j), Disp: disp}
+		}
+		acc := make([][]VecVirtual, h)
+		for j := range acc {
+			acc[j] = make([]VecVirtual, regs)
+			for r := range acc[j] {
+				acc[j][r] = YMM()
+				VMOVUPS(yAt(j, 32*r), acc[j][r])
+			}
+		}
+		xr, pr, cnt := GP64(), GP64(), GP64()
+		MOVQ(x, xr)
+		Load(Param("p"), pr)
+		pAt := func(j int) Mem {
+			if j == 0 {
+				return Mem{Base: pr}
+			}
+			return Mem{Base: pr, Index: ps, Scale: uint8(j)}
+		}
+		Load(Param("count"), cnt)
+		Label(lbl + "t")
+		for o := 0; o < 2*size; o += 64 {
+			PREFETCHT0(Mem{Base: xr, Index: ahead, Scale: 1, Disp: o})
+		}
+		bc := make([]VecVirtual, h)
+		for j := range bc {
+			bc[j] = YMM()
+			VBROADCASTSS(pAt(j), bc[j])
+		}
+		for r := 0; r < regs; r++ {
+			v := YMM()
+			VCVTPH2PS(Mem{Base: xr, Disp: 16 * r}, v)
+			for j := range bc {
+				t := YMM()
+				VMULPS(bc[j], v, t)
+				VADDPS(t, acc[j][r], acc[j][r])
+			}
+		}
+		ADDQ(U8(4), pr)
+		ADDQ(stride, xr)
+		DECQ(cnt)
+		JNZ(LabelRef(lbl + "t"))
+		for j := range acc {
+			for r := range acc[j] {
+				VMOVUPS(acc[j][r], yAt(j, 32*r))
+			}
+		}
+		ADDQ(U32(4*size), y)
+		ADDQ(U32(2*size), x)
+		SUBQ(U32(size), n)
+		JMP(LabelRef(lbl))
+	}
+	Label(label + "_done")
 	VZEROUPPER()
 	RET()
 }
