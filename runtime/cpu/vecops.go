@@ -145,9 +145,9 @@ func DotsF16(a []float32, b []uint16, stride int, out []float32) {
 // DotsF16Heads is DotsF16 for the query vectors of heads query heads that
 // share a KV head: out[j*outStride+t] = DotF16(a[j*n:(j+1)*n], b[t*stride:])
 // for j < heads and t < count, n = len(a)/heads. The AVX-512 set converts
-// each f16 row once for up to four heads (AVX2: three) (grouped-query attention reads a
-// KV head's rows once per query head otherwise); the bits are DotsF16's,
-// head by head.
+// each f16 row once for up to four heads, AVX2 for three, where
+// grouped-query attention one head at a time reads and converts a KV
+// head's rows once per query head; the bits are DotsF16's, head by head.
 func DotsF16Heads(a []float32, heads int, b []uint16, stride int, out []float32, outStride, count int) {
 	if heads <= 0 || count <= 0 {
 		return

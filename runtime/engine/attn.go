@@ -53,7 +53,6 @@ func (a *attnTask) Run(w, lo, hi int) {
 		kqScale = 1 // the queries carry it
 	}
 	window, ring, base := m.layers[a.layer].window, s.ring[a.layer], s.base[a.layer]
-	scores := s.scores[w*group*s.ctx : (w+1)*group*s.ctx]
 	for idx := lo; idx < hi; idx++ {
 		i, h := idx/p.Heads, idx%p.Heads
 		pos := s.pos + i
@@ -71,11 +70,11 @@ func (a *attnTask) Run(w, lo, hi int) {
 			continue
 		}
 		q := s.q[i*qd+h*hd : i*qd+(h+1)*hd]
-		sc := scores[:n]
+		sc := s.scores[w*s.ctx : w*s.ctx+n] // scoreHeads is 1
 		out := s.ao[(i*p.Heads+h)*hdv : (i*p.Heads+h+1)*hdv]
 		clear(out)
 		if s.kc16 != nil {
-			qh := s.qh[w*group*hd : w*group*hd+hd]
+			qh := s.qh[w*hd : (w+1)*hd]
 			copy(qh, q)
 			cpu.RoundF16(qh)
 			s.flashAttn(out, qh, a.layer, kh, first, n, kqScale)
@@ -107,7 +106,7 @@ func (a *attnTask) attendF16(w, i, h, heads, first, n int, kqScale float32) {
 	group := p.Heads / p.HeadsKV
 	kh := h / group
 	ring, base := s.ring[a.layer], s.base[a.layer]
-	qh := s.qh[w*group*hd : w*group*hd+heads*hd]
+	qh := s.qh[w*group*hd : w*group*hd+heads*hd] // scoreHeads is group
 	copy(qh, s.q[i*m.qDim+h*hd:])
 	cpu.RoundF16(qh)
 	// Head j's scores at sc[j*ctx:], the positions by runs of consecutive

@@ -39,8 +39,8 @@ type State struct {
 	gate   []float32 // [batch][ffn], then act(gate)*up
 	up     []float32 // [batch][ffn]
 	cs     []float32 // [rope][batch][RopeDim] cos/sin per token, per rope of the model
-	scores []float32 // [threads][Heads/HeadsKV][ctx] attention scratch
-	qh     []float32 // [threads][Heads/HeadsKV][HeadDim] queries rounded to f16 (CacheF16)
+	scores []float32 // [threads][m.scoreHeads()][ctx] attention scratch
+	qh     []float32 // [threads][m.scoreHeads()][HeadDim] queries rounded to f16 (CacheF16)
 	logits []float32 // [vocab]
 
 	attn attnTask
@@ -88,7 +88,7 @@ func (m *Model) NewState(ctx int) *State {
 		gate:   make([]float32, batch*ffn),
 		up:     make([]float32, batch*ffn),
 		cs:     make([]float32, len(m.ropes)*batch*p.RopeDim),
-		scores: make([]float32, m.pool.Threads()*(p.Heads/p.HeadsKV)*ctx),
+		scores: make([]float32, m.pool.Threads()*m.scoreHeads()*ctx),
 		logits: make([]float32, m.vocab),
 	}
 	s.base, s.ring = make([]int, p.Layers), make([]int, p.Layers)
@@ -100,7 +100,7 @@ func (m *Model) NewState(ctx int) *State {
 	if m.opts.Cache == CacheF16 {
 		s.kc16 = make([]uint16, slots*m.kvDim)
 		s.vc16 = make([]uint16, slots*m.vDim)
-		s.qh = make([]float32, m.pool.Threads()*(p.Heads/p.HeadsKV)*p.HeadDim)
+		s.qh = make([]float32, m.pool.Threads()*m.scoreHeads()*p.HeadDim)
 	} else {
 		s.kc = make([]float32, slots*m.kvDim)
 		s.vc = make([]float32, slots*m.vDim)
@@ -108,6 +108,16 @@ func (m *Model) NewState(ctx int) *State {
 	s.attn.s = s
 	s.qkvT.s = s
 	return s
+}
+
+// scoreHeads returns the query heads whose scores a thread of the
+// attention holds at once: a KV group's with the f16 cache (attendF16),
+// one otherwise.
+func (m *Model) scoreHeads() int {
+	if m.opts.Cache == CacheF16 && !m.opts.FlashAttn {
+		return m.P.Heads / m.P.HeadsKV
+	}
+	return 1
 }
 
 // ringSize returns the KV cache positions layer li keeps with a context of
@@ -423,10 +433,10 @@ func (m *Model) StateBytes(ctx int) (int64, error) {
 	}
 	batch = min(batch, ctx)
 	threads := int64(m.pool.Threads())
-	group := int64(p.Heads / p.HeadsKV)
+	heads := int64(m.scoreHeads())
 	elem, qh := int64(4), int64(0)
 	if m.opts.Cache == CacheF16 {
-		elem, qh = 2, threads*group*int64(p.HeadDim)
+		elem, qh = 2, threads*heads*int64(p.HeadDim)
 	}
 	const limit = 1 << 62
 	mul := func(a ...int64) int64 {
@@ -445,7 +455,7 @@ func (m *Model) StateBytes(ctx int) (int64, error) {
 	}
 	parts := []int64{
 		mul(slots, int64(m.kvDim+m.vDim), elem), // K and V
-		mul(threads, group, int64(ctx), 4),      // scores, a KV group's a thread
+		mul(threads, heads, int64(ctx), 4),      // scores
 		mul(int64(batch), int64(3*m.dim+2*(m.qDim+m.kvDim+m.vDim)+p.Heads*p.HeadDimV+4*p.FeedForward+len(m.ropes)*p.RopeDim), 4),
 		mul(int64(m.vocab)+qh, 4),
 	}
