@@ -255,3 +255,70 @@ func BenchmarkDotsF16Cache(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
 	})
 }
+
+// BenchmarkF16Heads times the scores and the weighted sums of the seven
+// query heads that share a KV head (the 0.5B shape: head size 64, two KV
+// heads a slot) over 1,024 rows of an f16 cache, the heads one at a time
+// (DotsF16, AxpysF16) and together (DotsF16Heads, AxpysF16Heads), from
+// the caches (hot) and from memory (cold: a cycle over 48 such caches with
+// 64 MiB written between cycles), in ns a row and head.
+func BenchmarkF16Heads(b *testing.B) {
+	rng := rand.New(rand.NewPCG(93, 94))
+	const hd, rows, stride, caches, heads = 64, 1024, 128, 48, 7
+	q := make([]float32, heads*hd)
+	for i := range q {
+		q[i] = float32(rng.NormFloat64())
+	}
+	cs := make([][]uint16, caches)
+	for c := range cs {
+		cs[c] = make([]uint16, rows*stride)
+		for i := range cs[c] {
+			cs[c][i] = planar.F32ToF16(float32(rng.NormFloat64()))
+		}
+	}
+	sc := make([]float32, heads*rows)
+	for i := range sc {
+		sc[i] = float32(rng.Float64()) / rows
+	}
+	y := make([]float32, heads*hd)
+	flush := make([]byte, 64<<20)
+	ops := []struct {
+		name string
+		run  func(c []uint16)
+	}{
+		{"dots-one", func(c []uint16) {
+			for h := 0; h < heads; h++ {
+				DotsF16(q[h*hd:(h+1)*hd], c, stride, sc[h*rows:(h+1)*rows])
+			}
+		}},
+		{"dots-grouped", func(c []uint16) { DotsF16Heads(q, heads, c, stride, sc, rows, rows) }},
+		{"axpys-one", func(c []uint16) {
+			for h := 0; h < heads; h++ {
+				AxpysF16(sc[h*rows:(h+1)*rows], c, stride, y[h*hd:(h+1)*hd])
+			}
+		}},
+		{"axpys-grouped", func(c []uint16) { AxpysF16Heads(sc, rows, c, stride, y, heads, rows) }},
+	}
+	for _, op := range ops {
+		b.Run(op.name+"-hot", func(b *testing.B) {
+			for b.Loop() {
+				op.run(cs[0])
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(rows*heads), "ns/row-head")
+		})
+		b.Run(op.name+"-cold", func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				op.run(cs[i%caches])
+				if i++; i%caches == 0 {
+					b.StopTimer()
+					for j := 0; j < len(flush); j += 64 {
+						flush[j]++
+					}
+					b.StartTimer()
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(rows*heads), "ns/row-head")
+		})
+	}
+}
