@@ -18,10 +18,14 @@ import (
 // nothing past out or y is written; with the scalar kernels, the best set
 // this CPU runs (SetSIMD), and every set of testLevels (the AVX-512 one
 // under x86sim on a CPU without it).
-func TestDotsAxpysF16(t *testing.T) {
-	checkDotsAxpysF16(t, func(on bool, f func()) { withSIMD(on, f) })
+func TestDotsAxpysF16(t *testing.T) { atEveryLevel(t, checkDotsAxpysF16) }
+
+// atEveryLevel runs check with SetSIMD's two paths, then in a subtest for
+// each set of testLevels with that set (on) and the scalar kernels (off).
+func atEveryLevel(t *testing.T, check func(t *testing.T, withSIMD func(bool, func()))) {
+	check(t, func(on bool, f func()) { withSIMD(on, f) })
 	forLevels(t, func(t *testing.T, k *kernels) {
-		checkDotsAxpysF16(t, func(on bool, f func()) {
+		check(t, func(on bool, f func()) {
 			if on {
 				withKernels(k, f)
 			} else {
@@ -31,18 +35,26 @@ func TestDotsAxpysF16(t *testing.T) {
 	})
 }
 
+// randF16Rows returns n f16 values of every exponent, Inf and NaN
+// included, three in four with the top exponent bit clear (finite,
+// moderate values).
+func randF16Rows(rng *rand.Rand, n int) []uint16 {
+	b := make([]uint16, n)
+	for i := range b {
+		b[i] = uint16(rng.Uint32())
+		if rng.IntN(4) > 0 {
+			b[i] &^= 0x4000
+		}
+	}
+	return b
+}
+
 func checkDotsAxpysF16(t *testing.T, withSIMD func(bool, func())) {
 	rng := rand.New(rand.NewPCG(81, 82))
 	for _, n := range []int{8, 13, 16, 24, 40, 64, 72, 80, 96, 120, 128, 136, 192, 248, 256} {
 		for _, rows := range []int{1, 3, 4, 5, 8, 37} {
 			stride := n + 8*rng.IntN(4)
-			b := make([]uint16, (rows-1)*stride+n)
-			for i := range b {
-				b[i] = uint16(rng.Uint32())
-				if rng.IntN(4) > 0 {
-					b[i] &^= 0x4000 // mostly finite, moderate values
-				}
-			}
+			b := randF16Rows(rng, (rows-1)*stride+n)
 			a, y0 := make([]float32, n), make([]float32, n)
 			for i := range a {
 				a[i], y0[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
@@ -95,18 +107,7 @@ func checkDotsAxpysF16(t *testing.T, withSIMD func(bool, func())) {
 // between the heads' is written; with the scalar kernels, the best set
 // this CPU runs, and every set of testLevels (the AVX-512 one under x86sim
 // on a CPU without it).
-func TestDotsAxpysF16Heads(t *testing.T) {
-	checkDotsAxpysF16Heads(t, func(on bool, f func()) { withSIMD(on, f) })
-	forLevels(t, func(t *testing.T, k *kernels) {
-		checkDotsAxpysF16Heads(t, func(on bool, f func()) {
-			if on {
-				withKernels(k, f)
-			} else {
-				withKernels(nil, f)
-			}
-		})
-	})
-}
+func TestDotsAxpysF16Heads(t *testing.T) { atEveryLevel(t, checkDotsAxpysF16Heads) }
 
 func checkDotsAxpysF16Heads(t *testing.T, withSIMD func(bool, func())) {
 	rng := rand.New(rand.NewPCG(85, 86))
@@ -115,13 +116,7 @@ func checkDotsAxpysF16Heads(t *testing.T, withSIMD func(bool, func())) {
 		for _, n := range []int{8, 24, 40, 64, 72, 128, 136, 256} {
 			for _, rows := range []int{1, 3, 4, 37} {
 				stride := n + 8*rng.IntN(4)
-				b := make([]uint16, (rows-1)*stride+n)
-				for i := range b {
-					b[i] = uint16(rng.Uint32())
-					if rng.IntN(4) > 0 {
-						b[i] &^= 0x4000 // mostly finite, moderate values
-					}
-				}
+				b := randF16Rows(rng, (rows-1)*stride+n)
 				a, y0 := make([]float32, heads*n), make([]float32, heads*n)
 				for i := range a {
 					a[i], y0[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
@@ -220,31 +215,46 @@ func TestToF16(t *testing.T) {
 // and V of 24 layers, with 64 MiB written between cycles), in ns a row.
 func BenchmarkDotsF16Cache(b *testing.B) {
 	rng := rand.New(rand.NewPCG(91, 92))
-	const hd, rows, stride, caches = 64, 1024, 128, 48
+	const hd, rows, stride = 64, 1024, 128
 	q := make([]float32, hd)
 	for i := range q {
 		q[i] = float32(rng.NormFloat64())
 	}
-	cs := make([][]uint16, caches)
+	cs := f16Caches(rng, rows*stride)
+	sc := make([]float32, rows)
+	hotCold(b, "", cs, rows, "ns/row", func(c []uint16) { DotsF16(q, c, stride, sc) })
+}
+
+// f16Caches returns the 48 f16 caches of n random values each that the
+// attention benchmarks cycle over (the K and V of 24 layers).
+func f16Caches(rng *rand.Rand, n int) [][]uint16 {
+	cs := make([][]uint16, 48)
 	for c := range cs {
-		cs[c] = make([]uint16, rows*stride)
+		cs[c] = make([]uint16, n)
 		for i := range cs[c] {
 			cs[c][i] = planar.F32ToF16(float32(rng.NormFloat64()))
 		}
 	}
-	sc := make([]float32, rows)
+	return cs
+}
+
+// hotCold runs sub-benchmarks name+"hot", run on the first of cs (from
+// the caches), and name+"cold", run on each of cs in turn with 64 MiB
+// written after every cycle (from memory), each reporting its time per
+// op divided by per, in unit.
+func hotCold(b *testing.B, name string, cs [][]uint16, per float64, unit string, run func(c []uint16)) {
 	flush := make([]byte, 64<<20)
-	b.Run("hot", func(b *testing.B) {
+	b.Run(name+"hot", func(b *testing.B) {
 		for b.Loop() {
-			DotsF16(q, cs[0], stride, sc)
+			run(cs[0])
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/per, unit)
 	})
-	b.Run("cold", func(b *testing.B) {
+	b.Run(name+"cold", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
-			DotsF16(q, cs[i%caches], stride, sc)
-			if i++; i%caches == 0 {
+			run(cs[i%len(cs)])
+			if i++; i%len(cs) == 0 {
 				b.StopTimer()
 				for j := 0; j < len(flush); j += 64 {
 					flush[j]++
@@ -252,7 +262,7 @@ func BenchmarkDotsF16Cache(b *testing.B) {
 				b.StartTimer()
 			}
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/per, unit)
 	})
 }
 
@@ -264,61 +274,27 @@ func BenchmarkDotsF16Cache(b *testing.B) {
 // 64 MiB written between cycles), in ns a row and head.
 func BenchmarkF16Heads(b *testing.B) {
 	rng := rand.New(rand.NewPCG(93, 94))
-	const hd, rows, stride, caches, heads = 64, 1024, 128, 48, 7
+	const hd, rows, stride, heads = 64, 1024, 128, 7
 	q := make([]float32, heads*hd)
 	for i := range q {
 		q[i] = float32(rng.NormFloat64())
 	}
-	cs := make([][]uint16, caches)
-	for c := range cs {
-		cs[c] = make([]uint16, rows*stride)
-		for i := range cs[c] {
-			cs[c][i] = planar.F32ToF16(float32(rng.NormFloat64()))
-		}
-	}
+	cs := f16Caches(rng, rows*stride)
 	sc := make([]float32, heads*rows)
 	for i := range sc {
 		sc[i] = float32(rng.Float64()) / rows
 	}
 	y := make([]float32, heads*hd)
-	flush := make([]byte, 64<<20)
-	ops := []struct {
-		name string
-		run  func(c []uint16)
-	}{
-		{"dots-one", func(c []uint16) {
-			for h := 0; h < heads; h++ {
-				DotsF16(q[h*hd:(h+1)*hd], c, stride, sc[h*rows:(h+1)*rows])
-			}
-		}},
-		{"dots-grouped", func(c []uint16) { DotsF16Heads(q, heads, c, stride, sc, rows, rows) }},
-		{"axpys-one", func(c []uint16) {
-			for h := 0; h < heads; h++ {
-				AxpysF16(sc[h*rows:(h+1)*rows], c, stride, y[h*hd:(h+1)*hd])
-			}
-		}},
-		{"axpys-grouped", func(c []uint16) { AxpysF16Heads(sc, rows, c, stride, y, heads, rows) }},
-	}
-	for _, op := range ops {
-		b.Run(op.name+"-hot", func(b *testing.B) {
-			for b.Loop() {
-				op.run(cs[0])
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(rows*heads), "ns/row-head")
-		})
-		b.Run(op.name+"-cold", func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				op.run(cs[i%caches])
-				if i++; i%caches == 0 {
-					b.StopTimer()
-					for j := 0; j < len(flush); j += 64 {
-						flush[j]++
-					}
-					b.StartTimer()
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(rows*heads), "ns/row-head")
-		})
-	}
+	hotCold(b, "dots-one-", cs, rows*heads, "ns/row-head", func(c []uint16) {
+		for h := 0; h < heads; h++ {
+			DotsF16(q[h*hd:(h+1)*hd], c, stride, sc[h*rows:(h+1)*rows])
+		}
+	})
+	hotCold(b, "dots-grouped-", cs, rows*heads, "ns/row-head", func(c []uint16) { DotsF16Heads(q, heads, c, stride, sc, rows, rows) })
+	hotCold(b, "axpys-one-", cs, rows*heads, "ns/row-head", func(c []uint16) {
+		for h := 0; h < heads; h++ {
+			AxpysF16(sc[h*rows:(h+1)*rows], c, stride, y[h*hd:(h+1)*hd])
+		}
+	})
+	hotCold(b, "axpys-grouped-", cs, rows*heads, "ns/row-head", func(c []uint16) { AxpysF16Heads(sc, rows, c, stride, y, heads, rows) })
 }

@@ -70,13 +70,7 @@ func dotsF16x512() {
 // (it starts at +0, and x + y is -0 only for two -0), so the zero upper
 // lanes of a last 8 products leave it unchanged.
 func dotsRows512(name string, a Register, rows []Register, n, n32 Register) []VecVirtual {
-	pa := make([]VecVirtual, len(rows))
-	pb := make([]VecVirtual, len(rows))
-	for r := range rows {
-		pa[r], pb[r] = ZMM(), ZMM()
-		VPXORD(pa[r], pa[r], pa[r])
-		VPXORD(pb[r], pb[r], pb[r])
-	}
+	pa, pb := zeroPairs512(len(rows))
 	i := GP64()
 	add16 := func(r int, acc VecVirtual, disp int) {
 		t := ZMM()
@@ -96,12 +90,7 @@ func dotsRows512(name string, a Register, rows []Register, n, n32 Register) []Ve
 			add16(r, pb[r], 16)
 		}
 	})
-	rem := GP64()
-	MOVQ(n, rem)
-	SUBQ(i, rem)
-	JZ(LabelRef(name + "_sum"))
-	CMPQ(rem, U8(16))
-	JL(LabelRef(name + "_8"))
+	rem := tail512(name, n, i)
 	for r := range rows {
 		add16(r, pa[r], 0)
 	}
@@ -121,6 +110,31 @@ func dotsRows512(name string, a Register, rows []Register, n, n32 Register) []Ve
 		s[r] = halves512(pa[r], pb[r])
 	}
 	return s
+}
+
+// tail512 starts the last n-i (0, 8, 16 or 24) elements of a row after
+// the loop over 32 of dotsRows512 or dotsHeads512: on to name_sum if none
+// are left, to name_8 if 8; it returns the register with their count.
+func tail512(name string, n, i Register) Register {
+	rem := GP64()
+	MOVQ(n, rem)
+	SUBQ(i, rem)
+	JZ(LabelRef(name + "_sum"))
+	CMPQ(rem, U8(16))
+	JL(LabelRef(name + "_8"))
+	return rem
+}
+
+// zeroPairs512 returns k pairs of zeroed 16-lane partial-sum registers
+// (dotsRows512's [p0..p15] and [p16..p31] of a row, or of a head).
+func zeroPairs512(k int) (pa, pb []VecVirtual) {
+	pa, pb = make([]VecVirtual, k), make([]VecVirtual, k)
+	for r := range pa {
+		pa[r], pb[r] = ZMM(), ZMM()
+		VPXORD(pa[r], pa[r], pa[r])
+		VPXORD(pb[r], pb[r], pb[r])
+	}
+	return pa, pb
 }
 
 // halves512 returns s_j = (p_j + p_j+8) + (p_j+16 + p_j+24), j < 8, of the
@@ -179,33 +193,8 @@ func axpysF16x512() {
 // lanes of a step are the heads, a head repeated where h < 4), so
 // out[j*outStride+t] is dotF16Go(a[j*n:(j+1)*n], row t) bit for bit.
 func dotsF16HeadsX512(h int) {
-	name := fmt.Sprintf("dotsF16H%dAVX512", h)
 	lbl := fmt.Sprintf("dotsF16H%d", h)
-	TEXT(name, NOSPLIT, "func(a *float32, b *uint16, n, stride int, out *float32, outStride, count int)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s sets out[j*outStride+t] = dotF16Go(a[j*n:(j+1)*n], row t of b) for j < %d", name, h),
-		"and t < count, row t at b + t*stride bytes, n a multiple of 8 and count at least 1.")
-	a := Load(Param("a"), GP64())
-	b := Load(Param("b"), GP64())
-	n := Load(Param("n"), GP64())
-	stride := Load(Param("stride"), GP64())
-	out := Load(Param("out"), GP64())
-	os := Load(Param("outStride"), GP64())
-	SHLQ(U8(2), os)
-	count := Load(Param("count"), GP64())
-	n32 := GP64()
-	MOVQ(n, n32)
-	ANDQ(I8(-32), n32)
-	as := []Register{a}
-	nb := GP64()
-	MOVQ(n, nb)
-	SHLQ(U8(2), nb)
-	for j := 1; j < h; j++ {
-		r := GP64()
-		LEAQ(Mem{Base: as[j-1], Index: nb, Scale: 1}, r)
-		as = append(as, r)
-	}
-	ahead := aheadOf(stride)
+	as, b, n, stride, out, os, count, n32, ahead := dotsHeadsBegin(fmt.Sprintf("dotsF16H%dAVX512", h), h)
 
 	Label(lbl + "_row")
 	prefetchRow(b, ahead, n, lbl+"_pf")
@@ -227,24 +216,13 @@ func dotsF16HeadsX512(h int) {
 			VMOVSS(x, Mem{Base: o3, Index: os, Scale: 1})
 		}
 	}
-	ADDQ(U8(4), out)
-	ADDQ(stride, b)
-	DECQ(count)
-	JNZ(LabelRef(lbl + "_row"))
-	VZEROUPPER()
-	RET()
+	rowsEnd(lbl, out, b, stride, count)
 }
 
 // dotsHeads512 is dotsRows512 for one row and the query vectors at as:
 // the row's f16 are converted once a step and multiplied by each head's.
 func dotsHeads512(name string, as []Register, row, n, n32 Register) []VecVirtual {
-	pa := make([]VecVirtual, len(as))
-	pb := make([]VecVirtual, len(as))
-	for j := range as {
-		pa[j], pb[j] = ZMM(), ZMM()
-		VPXORD(pa[j], pa[j], pa[j])
-		VPXORD(pb[j], pb[j], pb[j])
-	}
+	pa, pb := zeroPairs512(len(as))
 	i := GP64()
 	cvt16 := func(disp int) VecVirtual {
 		t := ZMM()
@@ -273,12 +251,7 @@ func dotsHeads512(name string, as []Register, row, n, n32 Register) []VecVirtual
 			add16(t1, j, pb[j], 16)
 		}
 	})
-	rem := GP64()
-	MOVQ(n, rem)
-	SUBQ(i, rem)
-	JZ(LabelRef(name + "_sum"))
-	CMPQ(rem, U8(16))
-	JL(LabelRef(name + "_8"))
+	rem := tail512(name, n, i)
 	t0 := cvt16(0)
 	for j := range as {
 		add16(t0, j, pa[j], 0)
@@ -306,121 +279,9 @@ func dotsHeads512(name string, as []Register, row, n, n32 Register) []VecVirtual
 // axpysF16HeadsX512 writes axpysF16H<h>AVX512 (h = 2, 3 or 4): axpysF16AVX512
 // for h weight vectors and h outputs over the same rows, each row's f16
 // converted once for all h (the attention's weighted sums of the values
-// for the query heads that share a KV head). Each element of each output
-// gets axpysF16AVX512's product and sum per row, in row order.
+// for the query heads that share a KV head), by chunks of y of four
+// 16-lane registers, then two, one, and 8 lanes. Each element of each
+// output gets axpysF16AVX512's product and sum per row, in row order.
 func axpysF16HeadsX512(h int) {
-	name := fmt.Sprintf("axpysF16H%dAVX512", h)
-	label := fmt.Sprintf("axpysF16H%d", h)
-	TEXT(name, NOSPLIT, "func(p *float32, pStride int, x *uint16, stride int, y *float32, n, count int)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s does axpyF16Go(p[j*pStride+t], row t of x, y[j*n:(j+1)*n]) for j < %d", name, h),
-		"and t = 0, 1, ..., count-1, row t at x + t*stride bytes, n a multiple of 8 and count at least 1.")
-	ps := Load(Param("pStride"), GP64())
-	SHLQ(U8(2), ps)
-	x := Load(Param("x"), GP64())
-	stride := Load(Param("stride"), GP64())
-	y := Load(Param("y"), GP64())
-	n := Load(Param("n"), GP64())
-	nb := GP64()
-	MOVQ(n, nb)
-	SHLQ(U8(2), nb)
-	ahead := aheadOf(stride)
-	chunks := []axpysChunk{{4, 16}, {2, 16}, {1, 16}, {1, 8}}
-	for ci, c := range chunks {
-		size := c.regs * c.lanes
-		lbl := fmt.Sprintf("%s_%d", label, size)
-		next := label + "_done"
-		if ci+1 < len(chunks) {
-			next = fmt.Sprintf("%s_%d", label, chunks[ci+1].regs*chunks[ci+1].lanes)
-		}
-		Label(lbl)
-		CMPQ(n, U8(size))
-		JL(LabelRef(next))
-		vec := func() VecVirtual {
-			if c.lanes == 16 {
-				return ZMM()
-			}
-			return YMM()
-		}
-		var y3 Register
-		if h == 4 {
-			y3 = GP64()
-			LEAQ(Mem{Base: y, Index: nb, Scale: 2}, y3)
-			ADDQ(nb, y3)
-		}
-		yAt := func(j, disp int) Mem {
-			switch j {
-			case 0:
-				return Mem{Base: y, Disp: disp}
-			case 3:
-				return Mem{Base: y3, Disp: disp}
-			}
-			return Mem{Base: y, Index: nb, Scale: uint8(j), Disp: disp}
-		}
-		acc := make([][]VecVirtual, h)
-		for j := range acc {
-			acc[j] = make([]VecVirtual, c.regs)
-			for r := range acc[j] {
-				acc[j][r] = vec()
-				VMOVUPS(yAt(j, 4*c.lanes*r), acc[j][r])
-			}
-		}
-		xr, pr, cnt := GP64(), GP64(), GP64()
-		MOVQ(x, xr)
-		Load(Param("p"), pr)
-		var pr3 Register
-		if h == 4 {
-			pr3 = GP64()
-			LEAQ(Mem{Base: pr, Index: ps, Scale: 2}, pr3)
-			ADDQ(ps, pr3)
-		}
-		pAt := func(j int) Mem {
-			switch j {
-			case 0:
-				return Mem{Base: pr}
-			case 3:
-				return Mem{Base: pr3}
-			}
-			return Mem{Base: pr, Index: ps, Scale: uint8(j)}
-		}
-		Load(Param("count"), cnt)
-		Label(lbl + "t")
-		// the chunk's lines of the row rowsAhead rows on
-		for o := 0; o < 2*size; o += 64 {
-			PREFETCHT0(Mem{Base: xr, Index: ahead, Scale: 1, Disp: o})
-		}
-		bc := make([]VecVirtual, h)
-		for j := range bc {
-			bc[j] = vec()
-			VBROADCASTSS(pAt(j), bc[j])
-		}
-		for r := 0; r < c.regs; r++ {
-			v := vec()
-			VCVTPH2PS(Mem{Base: xr, Disp: 2 * c.lanes * r}, v)
-			for j := range bc {
-				t := vec()
-				VMULPS(bc[j], v, t)
-				VADDPS(t, acc[j][r], acc[j][r])
-			}
-		}
-		ADDQ(U8(4), pr)
-		if h == 4 {
-			ADDQ(U8(4), pr3)
-		}
-		ADDQ(stride, xr)
-		DECQ(cnt)
-		JNZ(LabelRef(lbl + "t"))
-		for j := range acc {
-			for r := range acc[j] {
-				VMOVUPS(acc[j][r], yAt(j, 4*c.lanes*r))
-			}
-		}
-		ADDQ(U32(4*size), y)
-		ADDQ(U32(2*size), x)
-		SUBQ(U32(size), n)
-		JMP(LabelRef(lbl))
-	}
-	Label(label + "_done")
-	VZEROUPPER()
-	RET()
+	axpysHeads(fmt.Sprintf("axpysF16H%dAVX512", h), fmt.Sprintf("axpysF16H%d", h), h, []axpysChunk{{4, 16}, {2, 16}, {1, 16}, {1, 8}})
 }

@@ -278,6 +278,14 @@ func dotF16Body(name string, a, b, n, n32 Register) Register {
 		ADDQ(U8(8), i)
 	}
 	Label(name + "_reduce")
+	return reduceDot(acc)
+}
+
+// reduceDot reduces dotF16Go's 32 partial sums in acc (partial sum j in
+// lane j%8 of acc[j/8]) with its tree: s_j = (p_j + p_j+8) + (p_j+16 +
+// p_j+24), t_k = s_k + s_k+4, then (t0 + t2) + (t1 + t3), in the low lane
+// of the register it returns (acc[0]'s low half).
+func reduceDot(acc [4]VecVirtual) Register {
 	VADDPS(acc[1], acc[0], acc[0])
 	VADDPS(acc[3], acc[2], acc[2])
 	VADDPS(acc[2], acc[0], acc[0])
@@ -302,12 +310,7 @@ func dotsF16() {
 	prefetchRow(b, ahead, n, "dotsF16_pf")
 	sx := dotF16Body("dotsF16", a, b, n, n32)
 	VMOVSS(sx, Mem{Base: out})
-	ADDQ(U8(4), out)
-	ADDQ(stride, b)
-	DECQ(count)
-	JNZ(LabelRef("dotsF16_row"))
-	VZEROUPPER()
-	RET()
+	rowsEnd("dotsF16", out, b, stride, count)
 }
 
 // dotsF16HeadsAVX2 writes dotsF16H<h>AVX2 (h = 2 or 3): dotsF16AVX2 for h
@@ -316,33 +319,8 @@ func dotsF16() {
 // tail and reduction tree are dotF16Body's for that head alone, so
 // out[j*outStride+t] is dotF16Go(a[j*n:(j+1)*n], row t) bit for bit.
 func dotsF16HeadsAVX2(h int) {
-	name := fmt.Sprintf("dotsF16H%dAVX2", h)
 	lbl := fmt.Sprintf("dotsF16H%dv2", h)
-	TEXT(name, NOSPLIT, "func(a *float32, b *uint16, n, stride int, out *float32, outStride, count int)")
-	Pragma("noescape")
-	Doc(fmt.Sprintf("%s sets out[j*outStride+t] = dotF16Go(a[j*n:(j+1)*n], row t of b) for j < %d", name, h),
-		"and t < count, row t at b + t*stride bytes, n a multiple of 8 and count at least 1.")
-	a := Load(Param("a"), GP64())
-	b := Load(Param("b"), GP64())
-	n := Load(Param("n"), GP64())
-	stride := Load(Param("stride"), GP64())
-	out := Load(Param("out"), GP64())
-	os := Load(Param("outStride"), GP64())
-	SHLQ(U8(2), os)
-	count := Load(Param("count"), GP64())
-	n32 := GP64()
-	MOVQ(n, n32)
-	ANDQ(I8(-32), n32)
-	as := []Register{a}
-	nb := GP64()
-	MOVQ(n, nb)
-	SHLQ(U8(2), nb)
-	for j := 1; j < h; j++ {
-		r := GP64()
-		LEAQ(Mem{Base: as[j-1], Index: nb, Scale: 1}, r)
-		as = append(as, r)
-	}
-	ahead := aheadOf(stride)
+	as, b, n, stride, out, os, count, n32, ahead := dotsHeadsBegin(fmt.Sprintf("dotsF16H%dAVX2", h), h)
 
 	Label(lbl + "_row")
 	prefetchRow(b, ahead, n, lbl+"_pf")
@@ -376,17 +354,7 @@ func dotsF16HeadsAVX2(h int) {
 	}
 	Label(lbl + "_reduce")
 	for j := range acc {
-		a := acc[j]
-		VADDPS(a[1], a[0], a[0])
-		VADDPS(a[3], a[2], a[2])
-		VADDPS(a[2], a[0], a[0])
-		s, x := a[0].AsX(), XMM()
-		VEXTRACTF128(U8(1), a[0], x)
-		VADDPS(x, s, s)
-		VMOVHLPS(s, s, x)
-		VADDPS(x, s, s)
-		VMOVSHDUP(s, x)
-		VADDSS(x, s, s)
+		s := reduceDot(acc[j])
 		switch j {
 		case 0:
 			VMOVSS(s, Mem{Base: out})
@@ -394,12 +362,7 @@ func dotsF16HeadsAVX2(h int) {
 			VMOVSS(s, Mem{Base: out, Index: os, Scale: uint8(j)})
 		}
 	}
-	ADDQ(U8(4), out)
-	ADDQ(stride, b)
-	DECQ(count)
-	JNZ(LabelRef(lbl + "_row"))
-	VZEROUPPER()
-	RET()
+	rowsEnd(lbl, out, b, stride, count)
 }
 
 // axpysF16HeadsAVX2 writes axpysF16H<h>AVX2 (h = 2 or 3): axpysF16AVX2 for
@@ -408,8 +371,19 @@ func dotsF16HeadsAVX2(h int) {
 // two (h = 3), then one; each element of each output gets axpysF16AVX2's
 // product and sum per row, in row order.
 func axpysF16HeadsAVX2(h int) {
-	name := fmt.Sprintf("axpysF16H%dAVX2", h)
-	label := fmt.Sprintf("axpysF16H%dv2", h)
+	chunks := []axpysChunk{{4, 8}, {2, 8}, {1, 8}}
+	if h == 3 {
+		chunks = chunks[1:]
+	}
+	axpysHeads(fmt.Sprintf("axpysF16H%dAVX2", h), fmt.Sprintf("axpysF16H%dv2", h), h, chunks)
+}
+
+// axpysHeads writes the axpys kernel name for h heads (labels from label),
+// axpysF16HeadsX512 or axpysF16HeadsAVX2: for each chunk of y in the order
+// given, as long as n has room for it, the h outputs' registers over every
+// row, each row's f16 converted a register at a time and multiplied by
+// each head's weight.
+func axpysHeads(name, label string, h int, chunks []axpysChunk) {
 	TEXT(name, NOSPLIT, "func(p *float32, pStride int, x *uint16, stride int, y *float32, n, count int)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s does axpyF16Go(p[j*pStride+t], row t of x, y[j*n:(j+1)*n]) for j < %d", name, h),
@@ -424,79 +398,163 @@ func axpysF16HeadsAVX2(h int) {
 	MOVQ(n, nb)
 	SHLQ(U8(2), nb)
 	ahead := aheadOf(stride)
-	chunks := []int{4, 2, 1}
-	if h == 3 {
-		chunks = []int{2, 1}
-	}
-	for ci, regs := range chunks {
-		size := 8 * regs
-		lbl := fmt.Sprintf("%s_%d", label, size)
-		next := label + "_done"
-		if ci+1 < len(chunks) {
-			next = fmt.Sprintf("%s_%d", label, 8*chunks[ci+1])
+	for ci, c := range chunks {
+		size, lbl, vec := chunkStart(label, chunks, ci, n)
+		var y3 Register
+		if h == 4 {
+			y3 = GP64()
+			LEAQ(Mem{Base: y, Index: nb, Scale: 2}, y3)
+			ADDQ(nb, y3)
 		}
-		Label(lbl)
-		CMPQ(n, U8(size))
-		JL(LabelRef(next))
 		yAt := func(j, disp int) Mem {
-			if j == 0 {
+			switch j {
+			case 0:
 				return Mem{Base: y, Disp: disp}
+			case 3:
+				return Mem{Base: y3, Disp: disp}
 			}
 			return Mem{Base: y, Index: nb, Scale: uint8(j), Disp: disp}
 		}
 		acc := make([][]VecVirtual, h)
 		for j := range acc {
-			acc[j] = make([]VecVirtual, regs)
+			acc[j] = make([]VecVirtual, c.regs)
 			for r := range acc[j] {
-				acc[j][r] = YMM()
-				VMOVUPS(yAt(j, 32*r), acc[j][r])
+				acc[j][r] = vec()
+				VMOVUPS(yAt(j, 4*c.lanes*r), acc[j][r])
 			}
 		}
 		xr, pr, cnt := GP64(), GP64(), GP64()
 		MOVQ(x, xr)
 		Load(Param("p"), pr)
+		var pr3 Register
+		if h == 4 {
+			pr3 = GP64()
+			LEAQ(Mem{Base: pr, Index: ps, Scale: 2}, pr3)
+			ADDQ(ps, pr3)
+		}
 		pAt := func(j int) Mem {
-			if j == 0 {
+			switch j {
+			case 0:
 				return Mem{Base: pr}
+			case 3:
+				return Mem{Base: pr3}
 			}
 			return Mem{Base: pr, Index: ps, Scale: uint8(j)}
 		}
 		Load(Param("count"), cnt)
 		Label(lbl + "t")
+		// the chunk's lines of the row rowsAhead rows on
 		for o := 0; o < 2*size; o += 64 {
 			PREFETCHT0(Mem{Base: xr, Index: ahead, Scale: 1, Disp: o})
 		}
 		bc := make([]VecVirtual, h)
 		for j := range bc {
-			bc[j] = YMM()
+			bc[j] = vec()
 			VBROADCASTSS(pAt(j), bc[j])
 		}
-		for r := 0; r < regs; r++ {
-			v := YMM()
-			VCVTPH2PS(Mem{Base: xr, Disp: 16 * r}, v)
+		for r := 0; r < c.regs; r++ {
+			v := vec()
+			VCVTPH2PS(Mem{Base: xr, Disp: 2 * c.lanes * r}, v)
 			for j := range bc {
-				t := YMM()
+				t := vec()
 				VMULPS(bc[j], v, t)
 				VADDPS(t, acc[j][r], acc[j][r])
 			}
 		}
 		ADDQ(U8(4), pr)
+		if h == 4 {
+			ADDQ(U8(4), pr3)
+		}
 		ADDQ(stride, xr)
 		DECQ(cnt)
 		JNZ(LabelRef(lbl + "t"))
 		for j := range acc {
 			for r := range acc[j] {
-				VMOVUPS(acc[j][r], yAt(j, 32*r))
+				VMOVUPS(acc[j][r], yAt(j, 4*c.lanes*r))
 			}
 		}
-		ADDQ(U32(4*size), y)
-		ADDQ(U32(2*size), x)
-		SUBQ(U32(size), n)
-		JMP(LabelRef(lbl))
+		chunkNext(lbl, size, x, y, n)
 	}
 	Label(label + "_done")
 	VZEROUPPER()
 	RET()
+}
+
+// chunkStart opens chunk ci of an axpys kernel's chunks (labels from
+// label): its label, then the jump to the next chunk's (or label_done)
+// where n, the elements left, has no room for it. It returns the chunk's
+// size in elements, its label and a maker of its registers.
+func chunkStart(label string, chunks []axpysChunk, ci int, n Register) (size int, lbl string, vec func() VecVirtual) {
+	c := chunks[ci]
+	size = c.regs * c.lanes
+	lbl = fmt.Sprintf("%s_%d", label, size)
+	next := label + "_done"
+	if ci+1 < len(chunks) {
+		next = fmt.Sprintf("%s_%d", label, chunks[ci+1].regs*chunks[ci+1].lanes)
+	}
+	Label(lbl)
+	CMPQ(n, U8(size))
+	JL(LabelRef(next))
+	vec = func() VecVirtual {
+		if c.lanes == 16 {
+			return ZMM()
+		}
+		return YMM()
+	}
+	return
+}
+
+// chunkNext moves an axpys kernel on from a chunk of size elements of y
+// (x and y past it, n less it) and back to the chunk's label lbl.
+func chunkNext(lbl string, size int, x, y, n Register) {
+	ADDQ(U32(4*size), y)
+	ADDQ(U32(2*size), x)
+	SUBQ(U32(size), n)
+	JMP(LabelRef(lbl))
+}
+
+// rowsEnd closes the loop over rows of a dots kernel: on to the next output
+// and row, back to label lbl+"_row" until count is 0, then the return.
+func rowsEnd(lbl string, out, b, stride, count Register) {
+	ADDQ(U8(4), out)
+	ADDQ(stride, b)
+	DECQ(count)
+	JNZ(LabelRef(lbl + "_row"))
+	VZEROUPPER()
+	RET()
+}
+
+// dotsHeadsBegin opens the dots kernel name for h heads (dotsF16H<h>AVX2
+// or its AVX-512 twin) and loads its arguments: the heads' query vectors
+// (as, n floats apart), the rows, the output stride in bytes, n rounded
+// down to a multiple of 32 and rowsAhead rows in bytes.
+func dotsHeadsBegin(name string, h int) (as []Register, b, n, stride, out, os, count, n32, ahead Register) {
+	TEXT(name, NOSPLIT, "func(a *float32, b *uint16, n, stride int, out *float32, outStride, count int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s sets out[j*outStride+t] = dotF16Go(a[j*n:(j+1)*n], row t of b) for j < %d", name, h),
+		"and t < count, row t at b + t*stride bytes, n a multiple of 8 and count at least 1.")
+	a := Load(Param("a"), GP64())
+	b = Load(Param("b"), GP64())
+	n = Load(Param("n"), GP64())
+	stride = Load(Param("stride"), GP64())
+	out = Load(Param("out"), GP64())
+	os = Load(Param("outStride"), GP64())
+	SHLQ(U8(2), os)
+	count = Load(Param("count"), GP64())
+	n32 = GP64()
+	MOVQ(n, n32)
+	ANDQ(I8(-32), n32)
+	as = []Register{a}
+	nb := GP64()
+	MOVQ(n, nb)
+	SHLQ(U8(2), nb)
+	for j := 1; j < h; j++ {
+		r := GP64()
+		LEAQ(Mem{Base: as[j-1], Index: nb, Scale: 1}, r)
+		as = append(as, r)
+	}
+	ahead = aheadOf(stride)
+	return
 }
 
 // dotsBegin opens the dots kernel name (dotsF16AVX2 or its AVX-512 twin)
@@ -546,21 +604,7 @@ func axpys(name, label string, chunks []axpysChunk, doc ...string) {
 	n := Load(Param("n"), GP64())
 	ahead := aheadOf(stride)
 	for i, c := range chunks {
-		size := c.regs * c.lanes
-		lbl := fmt.Sprintf("%s_%d", label, size)
-		next := label + "_done"
-		if i+1 < len(chunks) {
-			next = fmt.Sprintf("%s_%d", label, chunks[i+1].regs*chunks[i+1].lanes)
-		}
-		Label(lbl)
-		CMPQ(n, U8(size))
-		JL(LabelRef(next))
-		vec := func() VecVirtual {
-			if c.lanes == 16 {
-				return ZMM()
-			}
-			return YMM()
-		}
+		size, lbl, vec := chunkStart(label, chunks, i, n)
 		acc := make([]VecVirtual, c.regs)
 		for j := range acc {
 			acc[j] = vec()
@@ -589,10 +633,7 @@ func axpys(name, label string, chunks []axpysChunk, doc ...string) {
 		for j := range acc {
 			VMOVUPS(acc[j], Mem{Base: y, Disp: 4 * c.lanes * j})
 		}
-		ADDQ(U32(4*size), y)
-		ADDQ(U32(2*size), x)
-		SUBQ(U32(size), n)
-		JMP(LabelRef(lbl))
+		chunkNext(lbl, size, x, y, n)
 	}
 	Label(label + "_done")
 	VZEROUPPER()
