@@ -72,6 +72,10 @@ type kernels struct {
 	// at a time).
 	dotsF16H2, dotsF16H3, dotsF16H4    func(a *float32, b *uint16, n, stride int, out *float32, outStride, count int)
 	axpysF16H2, axpysF16H3, axpysF16H4 func(p *float32, pStride int, x *uint16, stride int, y *float32, n, count int)
+	// Flash attention's scores and value sums (DotsF16FMA, MadF16): the
+	// AVX2 kernels in both sets.
+	dotsF16FMA func(q *float32, k *uint16, n, stride int, out *float32, count int)
+	madF16     func(y *float32, x *uint16, v *float32, n int)
 
 	// The prefill GEMM (gemm.go), nil in a set without it.
 	gemmI8       func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks, add int)
@@ -98,6 +102,7 @@ var avx2Kernels = &kernels{
 	quantQ8_0: quantQ8_0AVX2, quantQ8_K: quantQ8_KAVX2, permute64: permute64AVX2,
 	dotsF16: dotsF16AVX2, axpysF16: axpysF16AVX2,
 	dotsF16H2: dotsF16H2AVX2, dotsF16H3: dotsF16H3AVX2, axpysF16H2: axpysF16H2AVX2, axpysF16H3: axpysF16H3AVX2,
+	dotsF16FMA: dotsF16FMAAVX2, madF16: madF16AVX2,
 	gemm2: gemm2AVX2, gemm2Q8: gemm2Q8AVX2,
 	gemmPackQ4_0: gemmPackQ4_0AVX2, gemmPackQ8_0: gemmPackQ8_0AVX2, gemmPackHigh: gemmPackHighAVX2,
 	gemmPrefetch: gemmPrefetchAVX2,
@@ -120,6 +125,7 @@ var avx512Kernels = &kernels{
 	dotsF16: dotsF16AVX512, axpysF16: axpysF16AVX512,
 	dotsF16H2: dotsF16H2AVX512, dotsF16H3: dotsF16H3AVX512, dotsF16H4: dotsF16H4AVX512,
 	axpysF16H2: axpysF16H2AVX512, axpysF16H3: axpysF16H3AVX512, axpysF16H4: axpysF16H4AVX512,
+	dotsF16FMA: dotsF16FMAAVX2, madF16: madF16AVX2,
 	gemmI8: gemmI8AVX512, gemmPackQ4_0: gemmPackQ4_0AVX512, gemmPackQ8_0: gemmPackQ8_0AVX512,
 	gemmPackHigh: gemmPackHighAVX512, gemmPrefetch: gemmPrefetchAVX512,
 	gemmQ4K: gemmQ4KAVX512, gemmQ6K: gemmQ6KAVX512, gemmCodesQ4: gemmCodesQ4AVX512, gemmCodesQ8: gemmCodesQ8AVX512,

@@ -99,6 +99,18 @@ func dotsF16H4AVX512(a *float32, b *uint16, n int, stride int, out *float32, out
 //go:noescape
 func axpysF16H4AVX512(p *float32, pStride int, x *uint16, stride int, y *float32, n int, count int)
 
+// dotsF16FMAAVX2 sets out[t] to dotF16FMAGo's sum of the first n products of q and row t of k
+// (at k + t*stride bytes), n a multiple of 64 and count at least 1.
+//
+//go:noescape
+func dotsF16FMAAVX2(q *float32, k *uint16, n int, stride int, out *float32, count int)
+
+// madF16AVX2 does madF16Go(y[:n], x[:n], *v), n a multiple of 8 (v by address: the
+// kernel tables pass only pointers and ints).
+//
+//go:noescape
+func madF16AVX2(y *float32, x *uint16, v *float32, n int)
+
 // toF16AVX2 sets dst[i] = planar.F32ToF16(x[i]) for i < n, n a multiple of 8.
 //
 //go:noescape

@@ -2573,6 +2573,117 @@ axpysF16H4_done:
 	VZEROUPPER
 	RET
 
+// func dotsF16FMAAVX2(q *float32, k *uint16, n int, stride int, out *float32, count int)
+// Requires: AVX, F16C, FMA3, MMX+
+TEXT ·dotsF16FMAAVX2(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), AX
+	MOVQ k+8(FP), CX
+	MOVQ n+16(FP), DX
+	MOVQ stride+24(FP), BX
+	MOVQ out+32(FP), SI
+	MOVQ count+40(FP), DI
+	MOVQ BX, R8
+	SHLQ $0x06, R8
+
+dotsF16FMA_row:
+	PREFETCHT0 (CX)(R8*1)
+	CMPQ       DX, $0x20
+	JLE        dotsF16FMA_pf
+	PREFETCHT0 64(CX)(R8*1)
+	CMPQ       DX, $0x40
+	JLE        dotsF16FMA_pf
+	PREFETCHT0 128(CX)(R8*1)
+	CMPQ       DX, $0x60
+	JLE        dotsF16FMA_pf
+	PREFETCHT0 192(CX)(R8*1)
+
+dotsF16FMA_pf:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	CMPQ   DX, R9
+	JE     dotsF16FMA_64_done
+
+dotsF16FMA_64_loop:
+	VCVTPH2PS   (CX)(R9*2), Y8
+	VFMADD231PS (AX)(R9*4), Y8, Y0
+	VCVTPH2PS   16(CX)(R9*2), Y8
+	VFMADD231PS 32(AX)(R9*4), Y8, Y1
+	VCVTPH2PS   32(CX)(R9*2), Y8
+	VFMADD231PS 64(AX)(R9*4), Y8, Y2
+	VCVTPH2PS   48(CX)(R9*2), Y8
+	VFMADD231PS 96(AX)(R9*4), Y8, Y3
+	VCVTPH2PS   64(CX)(R9*2), Y8
+	VFMADD231PS 128(AX)(R9*4), Y8, Y4
+	VCVTPH2PS   80(CX)(R9*2), Y8
+	VFMADD231PS 160(AX)(R9*4), Y8, Y5
+	VCVTPH2PS   96(CX)(R9*2), Y8
+	VFMADD231PS 192(AX)(R9*4), Y8, Y6
+	VCVTPH2PS   112(CX)(R9*2), Y8
+	VFMADD231PS 224(AX)(R9*4), Y8, Y7
+	ADDQ        $0x40, R9
+	CMPQ        DX, R9
+	JNE         dotsF16FMA_64_loop
+
+dotsF16FMA_64_done:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (SI)
+	ADDQ         $0x04, SI
+	ADDQ         BX, CX
+	DECQ         DI
+	JNZ          dotsF16FMA_row
+	VZEROUPPER
+	RET
+
+// func madF16AVX2(y *float32, x *uint16, v *float32, n int)
+// Requires: AVX, F16C, FMA3
+TEXT ·madF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ         y+0(FP), AX
+	MOVQ         x+8(FP), CX
+	MOVQ         v+16(FP), DX
+	MOVQ         n+24(FP), BX
+	VBROADCASTSS (DX), Y0
+	XORQ         DX, DX
+	CMPQ         BX, DX
+	JE           madF16_8_done
+
+madF16_8_loop:
+	VCVTPH2PS   (CX)(DX*2), Y1
+	VFMADD213PS (AX)(DX*4), Y0, Y1
+	VMOVUPS     Y1, Y1
+	VCMPPS      $0x03, Y1, Y1, Y2
+	VANDPS      vecSign<>+0(SB), Y1, Y3
+	VORPS       vecQNaN<>+0(SB), Y3, Y3
+	VBLENDVPS   Y2, Y3, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMOVUPS     Y1, (AX)(DX*4)
+	ADDQ        $0x08, DX
+	CMPQ        BX, DX
+	JNE         madF16_8_loop
+
+madF16_8_done:
+	VZEROUPPER
+	RET
+
 // func toF16AVX2(dst *uint16, x *float32, n int)
 // Requires: AVX, F16C
 TEXT ·toF16AVX2(SB), NOSPLIT, $0-24

@@ -169,6 +169,87 @@ func checkDotsAxpysF16Heads(t *testing.T, withSIMD func(bool, func())) {
 	}
 }
 
+// TestFlashF16 checks flash attention's operations against their Go
+// specifications bit for bit: DotsF16FMA against dotF16FMAGo (and its
+// float64 tail) row by row, MadF16 against madF16Go, for head sizes that
+// are and are not multiples of 8 and 64, one to 37 rows, strides longer
+// than a row, f16 values of every exponent (Inf and NaN included) and
+// weights of every size; nothing past out or y is written; with the
+// scalar kernels, the best set this CPU runs, and every set of testLevels.
+func TestFlashF16(t *testing.T) { atEveryLevel(t, checkFlashF16) }
+
+func checkFlashF16(t *testing.T, withSIMD func(bool, func())) {
+	rng := rand.New(rand.NewPCG(87, 88))
+	// A fused and an unfused multiply-add round to different f16 in about
+	// one case of 100,000 here: a million of them, so that a kernel that
+	// does not fuse fails.
+	const chunk = 4096
+	x, y0 := randF16Rows(rng, 256*chunk), make([]float32, 256*chunk)
+	vs := make([]float32, 256)
+	for i := range y0 {
+		y0[i] = f16(planar.F32ToF16(float32(rng.NormFloat64() * 4)))
+	}
+	for c := range vs {
+		vs[c] = float32(math.Ldexp(rng.Float64(), rng.IntN(40)-30))
+	}
+	want := append([]float32(nil), y0...)
+	for c, v := range vs {
+		madF16Go(want[c*chunk:(c+1)*chunk], x[c*chunk:], v)
+	}
+	for _, on := range []bool{false, true} {
+		got := append([]float32(nil), y0...)
+		withSIMD(on, func() {
+			for c, v := range vs {
+				MadF16(got[c*chunk:(c+1)*chunk], x[c*chunk:(c+1)*chunk], v)
+			}
+		})
+		if i := sameSlices(got, want); i >= 0 {
+			t.Fatalf("%s: MadF16 of %d values, y[%d]: %v, madF16Go %v", modeName(on), len(got), i, got[i], want[i])
+		}
+	}
+	for _, n := range []int{8, 13, 40, 64, 72, 96, 128, 136, 192, 256} {
+		for _, rows := range []int{1, 3, 37} {
+			stride := n + 8*rng.IntN(4)
+			k := randF16Rows(rng, (rows-1)*stride+n)
+			q, y0 := make([]float32, n), make([]float32, n)
+			for i := range q {
+				q[i] = f16(planar.F32ToF16(float32(rng.NormFloat64())))
+				y0[i] = f16(planar.F32ToF16(float32(rng.NormFloat64() * 4)))
+			}
+			v := float32(math.Ldexp(rng.Float64(), rng.IntN(40)-30))
+			name := fmt.Sprintf("n %d rows %d stride %d", n, rows, stride)
+			want := make([]float32, rows)
+			wantY := append([]float32(nil), y0...)
+			np := n &^ 63
+			for r := range want {
+				sum := 0.0
+				if np > 0 {
+					sum = float64(dotF16FMAGo(q[:np], k[r*stride:r*stride+np]))
+				}
+				want[r] = dotF16FMATail(sum, q[np:], k[r*stride+np:r*stride+n])
+			}
+			madF16Go(wantY, k[(rows-1)*stride:], v)
+			for _, on := range []bool{false, true} {
+				got, ok := guarded(make([]float32, rows))
+				gotY, okY := guarded(y0)
+				withSIMD(on, func() {
+					DotsF16FMA(q, k, stride, got)
+					MadF16(gotY, k[(rows-1)*stride:(rows-1)*stride+n], v)
+				})
+				if !ok() || !okY() {
+					t.Fatalf("%s %s: wrote past out or y", name, modeName(on))
+				}
+				if i := sameSlices(got, want); i >= 0 {
+					t.Fatalf("%s %s: DotsF16FMA row %d: %v, dotF16FMAGo %v", name, modeName(on), i, got[i], want[i])
+				}
+				if i := sameSlices(gotY, wantY); i >= 0 {
+					t.Fatalf("%s %s: MadF16 y[%d]: %v, madF16Go %v", name, modeName(on), i, gotY[i], wantY[i])
+				}
+			}
+		}
+	}
+}
+
 // TestToF16 checks ToF16 against planar.F32ToF16 (and RoundF16 against
 // it and back) bit for bit on both
 // paths: every float32 whose low 13 bits are 0, 0x1000, 0x0fff or 0x1fff

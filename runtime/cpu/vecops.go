@@ -200,6 +200,100 @@ func AxpysF16Heads(p []float32, pStride int, x []uint16, stride int, y []float32
 	}
 }
 
+// DotF16FMA returns the dot product of q (f16 values held as float32) and
+// the binary16 values k, as ggml_vec_dot_f16 computes it in the AVX-512
+// build (vec.cpp, simd-mappings.h @ 0253fb21; flash attention's scores):
+// in steps of 64, four accumulators of 16 lanes, acc[j][l] +=
+// q[i+16j+l] * k[i+16j+l] fused; then acc0+acc2 and acc1+acc3, their sum,
+// and the lanes reduced as gcc's _mm512_reduce_add_ps (l+8, then l+4, then
+// (0+2)+(1+3)); the elements past the last multiple of 64 added one by one
+// in float64.
+func DotF16FMA(q []float32, k []uint16) float32 {
+	k = k[:len(q)]
+	np := len(q) &^ 63
+	var sum float64
+	if np > 0 {
+		sum = float64(dotF16FMAGo(q[:np], k[:np]))
+	}
+	return dotF16FMATail(sum, q[np:], k[np:])
+}
+
+// dotF16FMAGo is DotF16FMA's sum of the products for len(q) a multiple of
+// 64, the specification of dotsF16FMAAVX2.
+func dotF16FMAGo(q []float32, k []uint16) float32 {
+	var acc [4][16]float32
+	for i := 0; i < len(q); i += 64 {
+		for j := range acc {
+			for l := range acc[j] {
+				acc[j][l] = Fmaf(q[i+16*j+l], f16(k[i+16*j+l]), acc[j][l])
+			}
+		}
+	}
+	var c [16]float32
+	for l := range c {
+		c[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
+	}
+	var t [8]float32
+	for l := range t {
+		t[l] = c[l] + c[l+8]
+	}
+	u := [4]float32{t[0] + t[4], t[1] + t[5], t[2] + t[6], t[3] + t[7]}
+	return (u[0] + u[2]) + (u[1] + u[3])
+}
+
+// dotF16FMATail adds the products of the tail past the last multiple of
+// 64 to sum in float64, as DotF16FMA does.
+func dotF16FMATail(sum float64, q []float32, k []uint16) float32 {
+	for i := range q {
+		sum += float64(q[i] * f16(k[i]))
+	}
+	return float32(sum)
+}
+
+// DotsF16FMA sets out[t] = DotF16FMA(q, k[t*stride:]) for t < len(out):
+// one query's flash-attention scores over consecutive rows of an f16
+// cache, in one call.
+func DotsF16FMA(q []float32, k []uint16, stride int, out []float32) {
+	if len(out) == 0 {
+		return
+	}
+	k = k[:(len(out)-1)*stride+len(q)]
+	np := len(q) &^ 63
+	if kr := active.Load(); kr != nil && np > 0 {
+		kr.dotsF16FMA(&q[0], &k[0], np, 2*stride, &out[0], len(out))
+		if np < len(q) {
+			for t := range out {
+				out[t] = dotF16FMATail(float64(out[t]), q[np:], k[t*stride+np:t*stride+len(q)])
+			}
+		}
+		return
+	}
+	for t := range out {
+		out[t] = DotF16FMA(q, k[t*stride:])
+	}
+}
+
+// MadF16 sets y[i] = f16(fma(f16 x[i], v, y[i])), y holding f16 values as
+// float32: ggml_vec_mad_f16 (the SIMD lanes and gcc's contraction of the
+// scalar tail both fuse the multiply-add), flash attention's sum of the
+// values.
+func MadF16(y []float32, x []uint16, v float32) {
+	x = x[:len(y)]
+	n := 0
+	if k := active.Load(); k != nil && len(y) >= 8 {
+		n = len(y) &^ 7
+		k.madF16(&y[0], &x[0], &v, n)
+	}
+	madF16Go(y[n:], x[n:], v)
+}
+
+// madF16Go is MadF16 in Go, the specification of madF16AVX2.
+func madF16Go(y []float32, x []uint16, v float32) {
+	for i, h := range x[:len(y)] {
+		y[i] = f16(planar.F32ToF16(Fmaf(f16(h), v, y[i])))
+	}
+}
+
 // dotsHeads returns k's dots kernel for the most heads, up to four and
 // at most heads, that it has one for, and how many; nil if it has none for
 // two or more (or k is nil).

@@ -64,53 +64,6 @@ func gegluRow(h, g, u []float32) {
 	}
 }
 
-// madF16 sets y[i] = f16(fma(f16 x[i], v, y[i])), y holding f16 values as
-// float32: ggml_vec_mad_f16 (the SIMD lanes and gcc's contraction of the
-// scalar tail both fuse the multiply-add).
-func madF16(y []float32, x []uint16, v float32) {
-	x = x[:len(y)]
-	for i, h := range x {
-		y[i] = roundF16(cpu.Fmaf(cpu.F16ToF32(h), v, y[i]))
-	}
-}
-
-// dotF16 returns the dot product of q (f16 values held as float32) and the
-// binary16 values k, as ggml_vec_dot_f16 computes it in the AVX-512 build
-// (vec.cpp, simd-mappings.h @ 0253fb21; flash attention's scores): in
-// steps of 64, four accumulators of 16 lanes, acc[j][l] += q[i+16j+l] *
-// k[i+16j+l] fused; then acc0+acc2 and acc1+acc3, their sum, and the lanes
-// reduced as gcc's _mm512_reduce_add_ps (l+8, then l+4, then (0+2)+(1+3));
-// the elements past the last multiple of 64 added one by one in float64.
-func dotF16(q []float32, k []uint16) float32 {
-	k = k[:len(q)]
-	np := len(q) &^ 63
-	var sum float64
-	if np > 0 {
-		var acc [4][16]float32
-		for i := 0; i < np; i += 64 {
-			for j := range acc {
-				for l := range acc[j] {
-					acc[j][l] = cpu.Fmaf(q[i+16*j+l], cpu.F16ToF32(k[i+16*j+l]), acc[j][l])
-				}
-			}
-		}
-		var c [16]float32
-		for l := range c {
-			c[l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l])
-		}
-		var t [8]float32
-		for l := range t {
-			t[l] = c[l] + c[l+8]
-		}
-		u := [4]float32{t[0] + t[4], t[1] + t[5], t[2] + t[6], t[3] + t[7]}
-		sum = float64((u[0] + u[2]) + (u[1] + u[3]))
-	}
-	for i := np; i < len(q); i++ {
-		sum += float64(q[i] * cpu.F16ToF32(k[i]))
-	}
-	return float32(sum)
-}
-
 // expf is exp in float64, rounded to float32 (glibc's expf is correctly
 // rounded in all but rare cases).
 func expf(x float32) float32 { return float32(math.Exp(float64(x))) }

@@ -77,7 +77,7 @@ func (a *attnTask) Run(w, lo, hi int) {
 			qh := s.qh[w*hd : (w+1)*hd]
 			copy(qh, q)
 			cpu.RoundF16(qh)
-			s.flashAttn(out, qh, a.layer, kh, first, n, kqScale)
+			s.flashAttn(out, qh, sc, a.layer, kh, first, n, kqScale)
 			continue
 		}
 		for t := range sc {
@@ -145,14 +145,14 @@ func (a *attnTask) attendF16(w, i, h, heads, first, n int, kqScale float32) {
 }
 
 // flashAttn writes to out the attention of the f16 query qh over the n
-// positions from first of KV head kh of layer li, as ggml's CPU flash
+// positions from first of KV head kh of layer li (sc: scratch of n scores), as ggml's CPU flash
 // attention (ggml-org/llama.cpp @ 0253fb21, ggml/src/ggml-cpu/ops.cpp:
 // ggml_compute_forward_flash_attn_ext_f16_one_chunk) with an f16 cache:
 // an online softmax over the positions in order, the values accumulated
 // in binary16 (VKQ16: each rescale and each multiply-add rounded to f16),
 // divided by the sum at the end. With a soft cap c the score is
 // c*tanhf(dot*(scale/c)).
-func (s *State) flashAttn(out, qh []float32, li, kh, first, n int, scale float32) {
+func (s *State) flashAttn(out, qh, sc []float32, li, kh, first, n int, scale float32) {
 	m, p := s.m, s.m.P
 	hd, hdv, kvd, vd := p.HeadDim, p.HeadDimV, m.kvDim, m.vDim
 	ring, base := s.ring[li], s.base[li]
@@ -160,10 +160,18 @@ func (s *State) flashAttn(out, qh []float32, li, kh, first, n int, scale float32
 	if c != 0 {
 		scale /= c
 	}
+	// The dot products first, into sc (they do not depend on the running
+	// maximum), by runs of consecutive slots, each in one call.
+	for t := 0; t < n; {
+		slot := base + (first+t)%ring
+		run := min(n-t, base+ring-slot)
+		cpu.DotsF16FMA(qh, s.kc16[slot*kvd+kh*hd:], kvd, sc[t:t+run])
+		t += run
+	}
 	mx, sum := float32(math.Inf(-1)), float32(0)
 	for t := 0; t < n; t++ {
 		slot := base + (first+t)%ring
-		sv := dotF16(qh, s.kc16[slot*kvd+kh*hd:]) * scale
+		sv := sc[t] * scale
 		if c != 0 {
 			sv = c * tanhf(sv)
 		}
@@ -171,13 +179,11 @@ func (s *State) flashAttn(out, qh []float32, li, kh, first, n int, scale float32
 		if sv > mx {
 			ms = expf(mx - sv)
 			mx = sv
-			for j, v := range out {
-				out[j] = roundF16(v * ms)
-			}
+			cpu.ScaleRoundF16(out, ms)
 		} else {
 			vs = expf(sv - mx)
 		}
-		madF16(out, s.vc16[slot*vd+kh*hdv:slot*vd+(kh+1)*hdv], vs)
+		cpu.MadF16(out, s.vc16[slot*vd+kh*hdv:slot*vd+(kh+1)*hdv], vs)
 		sum = sum*ms + vs
 	}
 	inv := 1 / sum

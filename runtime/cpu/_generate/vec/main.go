@@ -42,6 +42,8 @@ func main() {
 		dotsF16HeadsX512(h)
 		axpysF16HeadsX512(h)
 	}
+	dotsF16FMA()
+	madF16()
 	toF16()
 	roundF16()
 	scaleMax()
@@ -751,6 +753,87 @@ func scale(name string, round bool) {
 			VCVTPH2PS(f16Of(v), v)
 		}
 		VMOVUPS(v, elem(x, i, 4, 0))
+	})
+	VZEROUPPER()
+	RET()
+}
+
+// dotsF16FMA writes dotsF16FMAAVX2: for each of count rows, dotF16FMAGo's
+// sum of the first n (a multiple of 64) products (ggml_vec_dot_f16 of the
+// AVX-512 build, flash attention's scores): four accumulators of 16 lanes,
+// each as two YMM registers, fused multiply-adds in steps of 64, then
+// (acc0 + acc2) + (acc1 + acc3), lanes l + l+8, l + l+4, and (0 + 2) +
+// (1 + 3); each row's call prefetches the row rowsAhead rows on.
+func dotsF16FMA() {
+	TEXT("dotsF16FMAAVX2", NOSPLIT, "func(q *float32, k *uint16, n, stride int, out *float32, count int)")
+	Pragma("noescape")
+	Doc("dotsF16FMAAVX2 sets out[t] to dotF16FMAGo's sum of the first n products of q and row t of k",
+		"(at k + t*stride bytes), n a multiple of 64 and count at least 1.")
+	q := Load(Param("q"), GP64())
+	k := Load(Param("k"), GP64())
+	n := Load(Param("n"), GP64())
+	stride := Load(Param("stride"), GP64())
+	out := Load(Param("out"), GP64())
+	count := Load(Param("count"), GP64())
+	ahead := aheadOf(stride)
+	Label("dotsF16FMA_row")
+	prefetchRow(k, ahead, n, "dotsF16FMA_pf")
+	var acc [4][2]VecVirtual // acc[j][h]: lanes 8h..8h+7 of accumulator j
+	for j := range acc {
+		for h := range acc[j] {
+			acc[j][h] = YMM()
+			VXORPS(acc[j][h], acc[j][h], acc[j][h])
+		}
+	}
+	i := GP64()
+	loop("dotsF16FMA_64", i, n, 64, func() {
+		for j := range acc {
+			for h := range acc[j] {
+				kv := YMM()
+				VCVTPH2PS(elem(k, i, 2, 2*(16*j+8*h)), kv)
+				VFMADD231PS(elem(q, i, 4, 4*(16*j+8*h)), kv, acc[j][h]) // acc += q*k, rounded once
+			}
+		}
+	})
+	var c [2]VecVirtual
+	for h := range c {
+		VADDPS(acc[2][h], acc[0][h], acc[0][h])
+		VADDPS(acc[3][h], acc[1][h], acc[1][h])
+		VADDPS(acc[1][h], acc[0][h], acc[0][h]) // c = (acc0 + acc2) + (acc1 + acc3)
+		c[h] = acc[0][h]
+	}
+	VADDPS(c[1], c[0], c[0]) // t_l = c_l + c_l+8
+	s, x := c[0].AsX(), XMM()
+	VEXTRACTF128(U8(1), c[0], x)
+	VADDPS(x, s, s) // u_l = t_l + t_l+4
+	VMOVHLPS(s, s, x)
+	VADDPS(x, s, s) // (u0 + u2, u1 + u3)
+	VMOVSHDUP(s, x)
+	VADDSS(x, s, s) // (u0 + u2) + (u1 + u3)
+	VMOVSS(s, Mem{Base: out})
+	rowsEnd("dotsF16FMA", out, k, stride, count)
+}
+
+// madF16 writes madF16AVX2: y[i] = f16(fma(f16 x[i], v, y[i])), the fused
+// multiply-add rounded once to float32 and then to binary16 as toF16 does.
+func madF16() {
+	TEXT("madF16AVX2", NOSPLIT, "func(y *float32, x *uint16, v *float32, n int)")
+	Pragma("noescape")
+	Doc("madF16AVX2 does madF16Go(y[:n], x[:n], *v), n a multiple of 8 (v by address: the",
+		"kernel tables pass only pointers and ints).")
+	y := Load(Param("y"), GP64())
+	x := Load(Param("x"), GP64())
+	pv := Load(Param("v"), GP64())
+	n := Load(Param("n"), GP64())
+	vv := YMM()
+	VBROADCASTSS(Mem{Base: pv}, vv)
+	i := GP64()
+	loop("madF16_8", i, n, 8, func() {
+		a := YMM()
+		VCVTPH2PS(elem(x, i, 2, 0), a)
+		VFMADD213PS(elem(y, i, 4, 0), vv, a) // a = x*v + y, rounded once
+		VCVTPH2PS(f16Of(a), a)
+		VMOVUPS(a, elem(y, i, 4, 0))
 	})
 	VZEROUPPER()
 	RET()
