@@ -75,7 +75,7 @@ type kernels struct {
 	// Flash attention's scores and value sums (DotsF16FMA, MadF16): the
 	// AVX2 kernels in both sets.
 	dotsF16FMA func(q *float32, k *uint16, n, stride int, out *float32, count int)
-	madF16     func(y *float32, x *uint16, v *float32, n int)
+	madF16     func(y *float32, x *uint16, vbits int, n int)
 
 	// The prefill GEMM (gemm.go), nil in a set without it.
 	gemmI8       func(w *byte, sc *float32, a *int8, astride int, gd *int32, o *float32, ostride, nb, np, rows, toks, add int)

@@ -105,11 +105,11 @@ func axpysF16H4AVX512(p *float32, pStride int, x *uint16, stride int, y *float32
 //go:noescape
 func dotsF16FMAAVX2(q *float32, k *uint16, n int, stride int, out *float32, count int)
 
-// madF16AVX2 does madF16Go(y[:n], x[:n], *v), n a multiple of 8 (v by address: the
-// kernel tables pass only pointers and ints).
+// madF16AVX2 does madF16Go(y[:n], x[:n], v), n a multiple of 8, v's bits in vbits (the
+// kernel tables pass only pointers and ints; a pointer to v would put v on the heap).
 //
 //go:noescape
-func madF16AVX2(y *float32, x *uint16, v *float32, n int)
+func madF16AVX2(y *float32, x *uint16, vbits int, n int)
 
 // toF16AVX2 sets dst[i] = planar.F32ToF16(x[i]) for i < n, n a multiple of 8.
 //

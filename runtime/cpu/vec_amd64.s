@@ -2653,14 +2653,15 @@ dotsF16FMA_64_done:
 	VZEROUPPER
 	RET
 
-// func madF16AVX2(y *float32, x *uint16, v *float32, n int)
-// Requires: AVX, F16C, FMA3
+// func madF16AVX2(y *float32, x *uint16, vbits int, n int)
+// Requires: AVX, AVX2, F16C, FMA3
 TEXT ·madF16AVX2(SB), NOSPLIT, $0-32
 	MOVQ         y+0(FP), AX
 	MOVQ         x+8(FP), CX
-	MOVQ         v+16(FP), DX
+	MOVQ         vbits+16(FP), DX
 	MOVQ         n+24(FP), BX
-	VBROADCASTSS (DX), Y0
+	VMOVQ        DX, X0
+	VBROADCASTSS X0, Y0
 	XORQ         DX, DX
 	CMPQ         BX, DX
 	JE           madF16_8_done

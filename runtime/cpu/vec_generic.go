@@ -49,7 +49,7 @@ func axpysF16AVX512(a *float32, x *uint16, stride int, y *float32, n, count int)
 
 func dotsF16FMAAVX2(q *float32, k *uint16, n, stride int, out *float32, count int) { noAsm() }
 
-func madF16AVX2(y *float32, x *uint16, v *float32, n int) { noAsm() }
+func madF16AVX2(y *float32, x *uint16, vbits int, n int) { noAsm() }
 
 func dotsF16H2AVX2(a *float32, b *uint16, n, stride int, out *float32, outStride, count int) {
 	noAsm()

@@ -282,7 +282,7 @@ func MadF16(y []float32, x []uint16, v float32) {
 	n := 0
 	if k := active.Load(); k != nil && len(y) >= 8 {
 		n = len(y) &^ 7
-		k.madF16(&y[0], &x[0], &v, n)
+		k.madF16(&y[0], &x[0], int(math.Float32bits(v)), n)
 	}
 	madF16Go(y[n:], x[n:], v)
 }

@@ -817,16 +817,17 @@ func dotsF16FMA() {
 // madF16 writes madF16AVX2: y[i] = f16(fma(f16 x[i], v, y[i])), the fused
 // multiply-add rounded once to float32 and then to binary16 as toF16 does.
 func madF16() {
-	TEXT("madF16AVX2", NOSPLIT, "func(y *float32, x *uint16, v *float32, n int)")
+	TEXT("madF16AVX2", NOSPLIT, "func(y *float32, x *uint16, vbits int, n int)")
 	Pragma("noescape")
-	Doc("madF16AVX2 does madF16Go(y[:n], x[:n], *v), n a multiple of 8 (v by address: the",
-		"kernel tables pass only pointers and ints).")
+	Doc("madF16AVX2 does madF16Go(y[:n], x[:n], v), n a multiple of 8, v's bits in vbits (the",
+		"kernel tables pass only pointers and ints; a pointer to v would put v on the heap).")
 	y := Load(Param("y"), GP64())
 	x := Load(Param("x"), GP64())
-	pv := Load(Param("v"), GP64())
+	vb := Load(Param("vbits"), GP64())
 	n := Load(Param("n"), GP64())
-	vv := YMM()
-	VBROADCASTSS(Mem{Base: pv}, vv)
+	vx, vv := XMM(), YMM()
+	VMOVQ(vb, vx)
+	VBROADCASTSS(vx, vv)
 	i := GP64()
 	loop("madF16_8", i, n, 8, func() {
 		a := YMM()
