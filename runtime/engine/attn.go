@@ -105,19 +105,14 @@ func (a *attnTask) attendF16(w, i, h, heads, first, n int, kqScale float32) {
 	hd, hdv, kvd, vd, ctx := p.HeadDim, p.HeadDimV, m.kvDim, m.vDim, s.ctx
 	group := p.Heads / p.HeadsKV
 	kh := h / group
-	ring, base := s.ring[a.layer], s.base[a.layer]
 	qh := s.qh[w*group*hd : w*group*hd+heads*hd] // scoreHeads is group
 	copy(qh, s.q[i*m.qDim+h*hd:])
 	cpu.RoundF16(qh)
-	// Head j's scores at sc[j*ctx:], the positions by runs of consecutive
-	// slots (the ring wraps once at most), each run in one call.
+	// Head j's scores at sc[j*ctx:], each run of slots in one call.
 	sc := s.scores[w*group*ctx : (w*group+heads)*ctx]
-	for t := 0; t < n; {
-		slot := base + (first+t)%ring
-		run := min(n-t, base+ring-slot)
+	s.slotRuns(a.layer, first, n, func(t, slot, run int) {
 		cpu.DotsF16Heads(qh, heads, s.kc16[slot*kvd+kh*hd:], kvd, sc[t:], ctx, run)
-		t += run
-	}
+	})
 	for j := 0; j < heads; j++ {
 		// softmax then RoundF16: the scale and the maximum in one pass,
 		// the normalisation and the rounding in another.
@@ -136,17 +131,28 @@ func (a *attnTask) attendF16(w, i, h, heads, first, n int, kqScale float32) {
 	}
 	out := s.ao[(i*p.Heads+h)*hdv : (i*p.Heads+h+heads)*hdv]
 	clear(out)
+	s.slotRuns(a.layer, first, n, func(t, slot, run int) {
+		cpu.AxpysF16Heads(sc[t:], ctx, s.vc16[slot*vd+kh*hdv:], vd, out, heads, run)
+	})
+}
+
+// slotRuns calls f for the n positions from first of layer li's cache by
+// runs of consecutive slots (the ring wraps once at most): the run's first
+// position (counted from first), its first slot and its length.
+func (s *State) slotRuns(li, first, n int, f func(t, slot, run int)) {
+	ring, base := s.ring[li], s.base[li]
 	for t := 0; t < n; {
 		slot := base + (first+t)%ring
 		run := min(n-t, base+ring-slot)
-		cpu.AxpysF16Heads(sc[t:], ctx, s.vc16[slot*vd+kh*hdv:], vd, out, heads, run)
+		f(t, slot, run)
 		t += run
 	}
 }
 
 // flashAttn writes to out the attention of the f16 query qh over the n
-// positions from first of KV head kh of layer li (sc: scratch of n scores), as ggml's CPU flash
-// attention (ggml-org/llama.cpp @ 0253fb21, ggml/src/ggml-cpu/ops.cpp:
+// positions from first of KV head kh of layer li (sc: scratch of n
+// scores), as ggml's CPU flash attention (ggml-org/llama.cpp @ 0253fb21,
+// ggml/src/ggml-cpu/ops.cpp:
 // ggml_compute_forward_flash_attn_ext_f16_one_chunk) with an f16 cache:
 // an online softmax over the positions in order, the values accumulated
 // in binary16 (VKQ16: each rescale and each multiply-add rounded to f16),
@@ -161,13 +167,10 @@ func (s *State) flashAttn(out, qh, sc []float32, li, kh, first, n int, scale flo
 		scale /= c
 	}
 	// The dot products first, into sc (they do not depend on the running
-	// maximum), by runs of consecutive slots, each in one call.
-	for t := 0; t < n; {
-		slot := base + (first+t)%ring
-		run := min(n-t, base+ring-slot)
+	// maximum), each run of slots in one call.
+	s.slotRuns(li, first, n, func(t, slot, run int) {
 		cpu.DotsF16FMA(qh, s.kc16[slot*kvd+kh*hd:], kvd, sc[t:t+run])
-		t += run
-	}
+	})
 	mx, sum := float32(math.Inf(-1)), float32(0)
 	for t := 0; t < n; t++ {
 		slot := base + (first+t)%ring
