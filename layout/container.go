@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"runtime/debug"
@@ -38,15 +37,6 @@ const (
 	containerVers = 1
 	maxManifest   = 256 << 20
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// Checksum returns the crc32c of b, the checksum of every blob.
-func Checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
-
-// UpdateChecksum returns the checksum of the bytes crc is the checksum of
-// followed by b: Checksum(append(a, b...)) is UpdateChecksum(Checksum(a), b).
-func UpdateChecksum(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
 
 // Writer writes an .xdna file blob by blob to a temporary file beside the
 // destination (see createTemp), and renames it into place on Commit.

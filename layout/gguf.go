@@ -504,15 +504,24 @@ func (g *GGUF) ReadTensor(r io.ReaderAt, t *Tensor, dst []byte) error {
 	if int64(len(dst)) != t.Size {
 		return fmt.Errorf("tensor %q: buffer of %d bytes for %d", t.Name, len(dst), t.Size)
 	}
-	n, err := r.ReadAt(dst, t.Offset)
+	return g.ReadTensorAt(r, t, 0, dst)
+}
+
+// ReadTensorAt is ReadTensor for bytes off to off+len(dst) of t's data.
+func (g *GGUF) ReadTensorAt(r io.ReaderAt, t *Tensor, off int64, dst []byte) error {
+	if off < 0 || off+int64(len(dst)) > t.Size {
+		return fmt.Errorf("tensor %q: bytes %d+%d of %d", t.Name, off, len(dst), t.Size)
+	}
+	at := t.Offset + off
+	n, err := r.ReadAt(dst, at)
 	if n == len(dst) {
 		return nil // a ReadAt that fills dst may still say io.EOF
 	}
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &FormatError{File: g.Path, Offset: t.Offset + int64(n), Tensor: t.Name,
-			Msg: fmt.Sprintf("data %d+%d lies past the end of the file (%d bytes read; truncated since it was opened?)", t.Offset, t.Size, n)}
+		return &FormatError{File: g.Path, Offset: at + int64(n), Tensor: t.Name,
+			Msg: fmt.Sprintf("data %d+%d lies past the end of the file (%d bytes read; truncated since it was opened?)", t.Offset, t.Size, off+int64(n))}
 	}
-	return &FormatError{File: g.Path, Offset: t.Offset, Tensor: t.Name, Msg: "reading data: " + err.Error()}
+	return &FormatError{File: g.Path, Offset: at, Tensor: t.Name, Msg: "reading data: " + err.Error()}
 }
 
 // Base returns the file name of g without directories.

@@ -108,21 +108,40 @@ func Pack(g Geometry, src, dst []byte) error { return PackFunc(g, src, dst, nil)
 // than the cache (so that the caller can checksum the blob without reading
 // it from memory again). done must not keep or change the piece.
 func PackFunc(g Geometry, src, dst []byte, done func(piece []byte)) error {
+	return PackGroups(g, 0, g.Columns, src, dst, done)
+}
+
+// PackGroups is PackFunc for the column groups c0..c1-1 alone: src is the
+// GGUF data of their rows (rows GroupRows(c0).first on, contiguous in the
+// GGUF), and dst the part of the blob they fill, bytes GroupOffset(c0) to
+// GroupOffset(c1) of it. The bytes it writes are those of Pack's blob, so
+// a blob can be packed a run of groups at a time (a matrix too large to
+// hold whole: the packer's pipeline).
+func PackGroups(g Geometry, c0, c1 int, src, dst []byte, done func(piece []byte)) error {
 	if err := g.Check(); err != nil {
 		return err
 	}
-	if err := checkLengths(g, src, dst, "source", "blob", g.SourceBytes(), g.Size()); err != nil {
+	if c0 < 0 || c1 > g.Columns || c0 >= c1 {
+		return fmt.Errorf("%w: column groups %d..%d of %d", ErrShape, c0, c1-1, g.Columns)
+	}
+	rowBytes, tileBytes := g.Type.RowBytes(g.K), g.Type.RowBytes(g.KTile)
+	first, _ := g.GroupRows(c0)
+	lastFirst, lastRows := g.GroupRows(c1 - 1)
+	base := g.GroupOffset(c0)
+	if err := checkLengths(g, src, dst, "source", "blob", (lastFirst+lastRows-first)*rowBytes, g.GroupOffset(c1)-base); err != nil {
 		return err
 	}
 	cd := codecOf(g.Type)
-	rowBytes, tileBytes := g.Type.RowBytes(g.K), g.Type.RowBytes(g.KTile)
 	chunk := max(1, chunkBytes/rowBytes)
 	var p rowPlanes
 	sent := 0 // dst[:sent] has been given to done
-	for c := 0; c < g.Columns; c++ {
+	for c := c0; c < c1; c++ {
 		l := g.groupLayout(c)
 		if l.rows == 0 {
 			continue
+		}
+		for k := 0; k < l.nplanes; k++ {
+			l.off[k] -= base
 		}
 		for t := 0; t < g.Tiles(); t++ {
 			for k := 0; k < l.nplanes; k++ {
@@ -136,7 +155,7 @@ func PackFunc(g Geometry, src, dst []byte, done func(piece []byte)) error {
 		for i0 := 0; i0 < l.rows; i0 += chunk {
 			n := min(chunk, l.rows-i0)
 			for t := 0; t < g.Tiles(); t++ {
-				s := (l.first+i0)*rowBytes + t*tileBytes
+				s := (l.first-first+i0)*rowBytes + t*tileBytes
 				e := s + (n-1)*rowBytes + tileBytes
 				for k := 0; k < l.nplanes; k++ {
 					o := l.off[k] + t*l.stride + i0*l.per[k]

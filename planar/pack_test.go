@@ -311,6 +311,58 @@ func TestPackFuncPieces(t *testing.T) {
 	}
 }
 
+// TestPackGroups packs blobs a run of column groups at a time, every run
+// of every shape (groups of unequal rows and empty groups among them),
+// into stale buffers: each run gives Pack's bytes of its groups, its
+// pieces cover the run in order, and a run outside the groups or a buffer
+// of the wrong length is refused.
+func TestPackGroups(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 10))
+	for _, typ := range Supported() {
+		bs := typ.BlockSize()
+		for _, g := range append(shapes(typ), Geometry{typ, 70, 16 * bs, 8, 4 * bs}, Geometry{typ, 5, 4 * bs, 8, 2 * bs}) {
+			src := randomSource(rng, g.SourceBytes())
+			want := make([]byte, g.Size())
+			if err := Pack(g, src, want); err != nil {
+				t.Fatalf("%+v: Pack: %v", g, err)
+			}
+			rowBytes := g.Type.RowBytes(g.K)
+			for c0 := 0; c0 < g.Columns; c0++ {
+				for c1 := c0 + 1; c1 <= g.Columns; c1++ {
+					first, _ := g.GroupRows(c0)
+					lf, ln := g.GroupRows(c1 - 1)
+					lo, hi := g.GroupOffset(c0), g.GroupOffset(c1)
+					dst := bytes.Repeat([]byte{0x5a}, hi-lo)
+					n := 0
+					err := PackGroups(g, c0, c1, src[first*rowBytes:(lf+ln)*rowBytes], dst, func(piece []byte) {
+						if &piece[0] != &dst[n] {
+							t.Fatalf("%+v groups %d..%d: a piece at %p, want dst[%d]", g, c0, c1-1, &piece[0], n)
+						}
+						n += len(piece)
+					})
+					if err != nil {
+						t.Fatalf("%+v groups %d..%d: %v", g, c0, c1-1, err)
+					}
+					if !bytes.Equal(dst, want[lo:hi]) || n != len(dst) {
+						t.Fatalf("%+v groups %d..%d: bytes differ from Pack's (%v) or pieces cover %d of %d", g, c0, c1-1, bytes.Equal(dst, want[lo:hi]), n, len(dst))
+					}
+				}
+			}
+			for _, r := range [][2]int{{-1, 1}, {0, g.Columns + 1}, {1, 1}, {2, 1}} {
+				if err := PackGroups(g, r[0], r[1], src, want, nil); !errors.Is(err, ErrShape) {
+					t.Errorf("%+v groups %d..%d: %v, want ErrShape", g, r[0], r[1]-1, err)
+				}
+			}
+			if _, n0 := g.GroupRows(0); n0 == g.N {
+				continue // group 0 is the whole blob
+			}
+			if err := PackGroups(g, 0, 1, src, want, nil); !errors.Is(err, ErrShape) {
+				t.Errorf("%+v group 0 with the whole source: %v, want ErrShape", g, err)
+			}
+		}
+	}
+}
+
 // TestRoundTripSpecial packs blocks made of special values: all zero, all
 // ones, f16 NaNs with payloads, Inf, subnormal scales.
 func TestRoundTripSpecial(t *testing.T) {

@@ -383,9 +383,32 @@ func hashMetadata(h hash.Hash, g *layout.GGUF) {
 }
 
 func hashTensor(h hash.Hash, t *layout.Tensor, data []byte) {
-	fmt.Fprintf(h, "%q %s %v %d\n", t.Name, t.Type, t.Dims, len(data))
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(data)))
-	h.Write(n[:])
+	hashTensorHead(h, t, int64(len(data)))
 	h.Write(data)
+}
+
+// hashTensorHead is what hashTensor hashes before a tensor's data of n bytes.
+func hashTensorHead(h hash.Hash, t *layout.Tensor, n int64) {
+	fmt.Fprintf(h, "%q %s %v %d\n", t.Name, t.Type, t.Dims, n)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(n))
+	h.Write(b[:])
+}
+
+// hashPiece hashes piece j of an entry as hashTensor hashes its parts, so
+// that the pieces of an entry hashed in order hash it whole: each part's
+// head with the piece that holds its first byte (the last piece, for an
+// empty part at the end), then the piece's bytes of the part.
+func hashPiece(h hash.Hash, j *packJob) {
+	at := int64(0) // where the part starts
+	for _, t := range j.e.parts {
+		end := at + t.Size
+		if at >= j.lo && (at < j.hi || j.last && at == j.hi) {
+			hashTensorHead(h, t, t.Size)
+		}
+		if lo, hi := max(at, j.lo), min(end, j.hi); lo < hi {
+			h.Write(j.src[lo-j.lo : hi-j.lo])
+		}
+		at = end
+	}
 }

@@ -93,9 +93,10 @@ func packWith(t *testing.T, stage func(context.Context, *Options, *layout.GGUF, 
 // TestPipelineBytes packs generated models of several types with the
 // pipeline and with the serial reference and wants the same bytes and the
 // same progress calls, with the in-flight budget as it is and so small that
-// every entry outgrows the arenas (each then runs alone). The generated
-// models store fused parts back to back; tiny-llama-q4_k_m stores attn_k
-// before attn_q.
+// every entry outgrows the arenas (each then runs alone), each with
+// entries whole and in pieces of a few KiB (pieces: runs of column groups,
+// runs of bytes off the pages' bounds). The generated models store fused
+// parts back to back; tiny-llama-q4_k_m stores attn_k before attn_q.
 func TestPipelineBytes(t *testing.T) {
 	dir := t.TempDir()
 	var models []string
@@ -108,10 +109,11 @@ func TestPipelineBytes(t *testing.T) {
 		models = append(models, in)
 	}
 	models = append(models, filepath.Join("../../../shared/fixtures/models", "tiny-llama-q4_k_m.gguf"))
-	saved := inFlight
-	defer func() { inFlight = saved }()
-	for _, budget := range []int64{saved, 1 << 10} {
-		inFlight = budget
+	saved, savedPiece := inFlight, pieceBytes
+	defer func() { inFlight, pieceBytes = saved, savedPiece }()
+	for _, c := range [][2]int64{{saved, savedPiece}, {1 << 10, savedPiece}, {saved, 5000}, {1 << 10, 5000}} {
+		budget := c[0]
+		inFlight, pieceBytes = c[0], c[1]
 		for i, in := range models {
 			if _, err := os.Stat(in); err != nil {
 				t.Logf("%s: %v, skipped", in, err)
@@ -124,7 +126,7 @@ func TestPipelineBytes(t *testing.T) {
 			want, wantProgress := packWith(t, writeTensorsSerial, in, target, fuse)
 			got, gotProgress := packWith(t, writeTensorsPipelined, in, target, fuse)
 			if !bytes.Equal(got, want) {
-				t.Fatalf("%s (budget %d): the pipeline's %d bytes differ from the serial writer's %d", in, budget, len(got), len(want))
+				t.Fatalf("%s (budget %d, pieces of %d): the pipeline's %d bytes differ from the serial writer's %d", in, budget, pieceBytes, len(got), len(want))
 			}
 			if fmt.Sprint(gotProgress) != fmt.Sprint(wantProgress) {
 				t.Fatalf("%s: progress %v, want %v", in, gotProgress, wantProgress)
@@ -168,7 +170,7 @@ func TestPipelineCancel(t *testing.T) {
 
 // TestSourceRead checks that the source gives every entry the bytes
 // ReadTensor gives its parts, whether they lie back to back in the file or
-// not, and refuses a buffer of the wrong size.
+// not, whole and in runs, and refuses a buffer of the wrong size.
 func TestSourceRead(t *testing.T) {
 	for _, in := range []string{genModel(t, planar.Q4_0), filepath.Join("../../../shared/fixtures/models", "tiny-llama-q4_k_m.gguf")} {
 		if _, err := os.Stat(in); err != nil {
@@ -185,7 +187,7 @@ func TestSourceRead(t *testing.T) {
 		var nadjacent, nsplit int
 		for _, e := range plan.Entries {
 			b := make([]byte, entryBytes(e))
-			if err := s.read(e, b); err != nil {
+			if err := s.read(e, 0, b); err != nil {
 				t.Fatal(err)
 			}
 			var want []byte
@@ -199,8 +201,23 @@ func TestSourceRead(t *testing.T) {
 			if !bytes.Equal(b, want) {
 				t.Fatalf("%s: entry %s: the bytes differ from ReadTensor's", in, e.Name)
 			}
-			if err := s.read(e, make([]byte, len(b)+1)); err == nil {
+			if err := s.read(e, 0, make([]byte, len(b)+1)); err == nil {
 				t.Fatalf("%s: entry %s: a buffer one byte too long was taken", in, e.Name)
+			}
+			if err := s.read(e, 1, make([]byte, len(b))); err == nil {
+				t.Fatalf("%s: entry %s: bytes past its end were taken", in, e.Name)
+			}
+			// Runs of the entry's bytes, across the parts' bounds.
+			for k := range 8 {
+				lo := int64(k) * int64(len(b)) / 8
+				hi := min(int64(len(b)), lo+int64(len(b))/5+int64(k))
+				r := make([]byte, hi-lo)
+				if err := s.read(e, lo, r); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(r, want[lo:hi]) {
+					t.Fatalf("%s: entry %s: bytes %d..%d differ from ReadTensor's", in, e.Name, lo, hi)
+				}
 			}
 			if adjacent(e.parts) {
 				nadjacent++
@@ -245,7 +262,7 @@ func TestTruncatedSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &source{g: g, r: f}
-	err = s.read(last, make([]byte, entryBytes(last)))
+	err = s.read(last, 0, make([]byte, entryBytes(last)))
 	t.Logf("truncated: %v", err)
 	if err == nil || !strings.Contains(err.Error(), lp.Name) || !strings.Contains(err.Error(), in) || !strings.Contains(err.Error(), "past the end") {
 		t.Errorf("truncated: err %v, want one naming %s and %q, past the end", err, in, lp.Name)
@@ -283,6 +300,57 @@ func TestTruncatedSource(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "*")); len(left) > 0 {
 		t.Errorf("Run on a file truncated under it left %v", left)
+	}
+}
+
+// TestPieces splits every entry of two models at several sizes: the pieces
+// cover the entry's source bytes and its blob in order, each once, a
+// planar entry's on whole column groups, no piece larger than the size
+// unless it is one group, the last marked, and an entry that fits is one
+// piece.
+func TestPieces(t *testing.T) {
+	for _, typ := range []planar.Type{planar.Q4_0, planar.Q6_K} {
+		_, plan := openPlan(t, genModel(t, typ))
+		for _, max := range []int64{1, 5000, 1 << 16, 1 << 30} {
+			for _, e := range plan.Entries {
+				js := pieces(e, max)
+				n := entryBytes(e)
+				if n <= max && e.Size <= max && (len(js) != 1 || !js[0].whole) {
+					t.Fatalf("%s (%d bytes, max %d): %d pieces, want it whole", e.Name, n, max, len(js))
+				}
+				var lo, off int64
+				c := 0
+				for i, j := range js {
+					if j.lo != lo || j.off != off || j.hi < j.lo || j.last != (i == len(js)-1) {
+						t.Fatalf("%s (max %d): piece %d: source %d..%d at %d, last %v; want source from %d, at %d", e.Name, max, i, j.lo, j.hi, j.off, j.last, lo, off)
+					}
+					if e.Format == layout.FormatRaw {
+						if j.size != j.hi-j.lo || (len(js) > 1 && j.size > max) {
+							t.Fatalf("%s (max %d): raw piece %d of %d bytes for %d of source", e.Name, max, i, j.size, j.hi-j.lo)
+						}
+					} else {
+						g := e.geom
+						first, _ := g.GroupRows(j.c0)
+						end, _ := g.GroupRows(j.c1)
+						if j.c1 == g.Columns {
+							end = g.N
+						}
+						rb := int64(g.Type.RowBytes(g.K))
+						if j.c0 != c || j.c1 <= j.c0 || j.lo != int64(first)*rb || j.hi != int64(end)*rb || j.size != int64(g.GroupOffset(j.c1)-g.GroupOffset(j.c0)) {
+							t.Fatalf("%s (max %d): piece %d: groups %d..%d, source %d..%d, %d bytes", e.Name, max, i, j.c0, j.c1-1, j.lo, j.hi, j.size)
+						}
+						if len(js) > 1 && j.c1-j.c0 > 1 && (j.hi-j.lo > max || j.size > max) {
+							t.Fatalf("%s (max %d): piece %d of %d groups is %d bytes of source, %d of blob", e.Name, max, i, j.c1-j.c0, j.hi-j.lo, j.size)
+						}
+						c = j.c1
+					}
+					lo, off = j.hi, off+j.size
+				}
+				if lo != n || off != e.Size {
+					t.Fatalf("%s (max %d): pieces cover %d of %d source bytes, %d of %d blob bytes", e.Name, max, lo, n, off, e.Size)
+				}
+			}
+		}
 	}
 }
 

@@ -36,17 +36,24 @@ func entryBytes(e *Entry) int64 {
 	return n
 }
 
-// read fills dst (entryBytes(e) bytes) with e's parts in row order
-// (layout.GGUF.ReadTensor: a part past the end of a truncated file is an
+// read fills dst with e's parts' bytes from lo on, the parts in row order
+// (layout.GGUF.ReadTensorAt: a part past the end of a truncated file is an
 // error naming the file and the tensor).
-func (s *source) read(e *Entry, dst []byte) error {
-	if int64(len(dst)) != entryBytes(e) {
-		return fmt.Errorf("%s: tensor %q: buffer of %d bytes for %d", s.g.Path, e.Name, len(dst), entryBytes(e))
+func (s *source) read(e *Entry, lo int64, dst []byte) error {
+	if lo < 0 || lo+int64(len(dst)) > entryBytes(e) {
+		return fmt.Errorf("%s: tensor %q: bytes %d+%d of %d", s.g.Path, e.Name, lo, len(dst), entryBytes(e))
 	}
-	at := int64(0)
+	at := int64(0) // where the part starts
 	for _, t := range e.parts {
-		if err := s.g.ReadTensor(s.r, t, dst[at:at+t.Size]); err != nil {
-			return err
+		if len(dst) == 0 {
+			break
+		}
+		if lo < at+t.Size {
+			n := min(at+t.Size-lo, int64(len(dst)))
+			if err := s.g.ReadTensorAt(s.r, t, lo-at, dst[:n]); err != nil {
+				return err
+			}
+			dst, lo = dst[n:], lo+n
 		}
 		at += t.Size
 	}
