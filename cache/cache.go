@@ -5,6 +5,7 @@
 //	<root>/gguf/<key of the GGUF file>-<target>.xdna
 //	<root>/zst/<key of the .zst file>.xdna
 //	<root>/calibration/<target>-<device>.json  (xdnarun calibrate)
+//	<root>/keys/<device>-<inode>.json  (the key of a file hashed before: FileKey)
 //
 // Every file is written to a temporary file in its directory and renamed
 // into place, so a name that exists is complete.

@@ -58,7 +58,7 @@ func openZstd(f *os.File, name string, size int64) (*File, error) {
 	if fsize < HeaderSize || fsize > maxExpanded {
 		return nil, ferr("its header declares %d bytes", fsize)
 	}
-	key, err := cache.Key(io.NewSectionReader(f, 0, size))
+	key, err := cache.FileKey(f, io.NewSectionReader(f, 0, size))
 	if err != nil {
 		return nil, err
 	}

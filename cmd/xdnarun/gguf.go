@@ -15,8 +15,8 @@ import (
 )
 
 // packedPath returns path when it is not a GGUF file, else the path of its
-// pack in the cache (cache.GGUFPack: keyed by the GGUF's content, cache.Key,
-// and the target), packing it there first if it is not yet, with the pack's
+// pack in the cache (cache.GGUFPack: keyed by the GGUF's content,
+// cache.FileKey, and the target), packing it there first if it is not yet, with the pack's
 // progress on o.warn.
 func packedPath(ctx context.Context, path string, o loadOptions) (string, error) {
 	f, err := os.Open(path)
@@ -39,7 +39,7 @@ func packedPath(ctx context.Context, path string, o loadOptions) (string, error)
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", err
 	}
-	key, err := cache.Key(&ctxReader{ctx, f})
+	key, err := cache.FileKey(f, &ctxReader{ctx, f})
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
