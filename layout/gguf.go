@@ -113,26 +113,31 @@ func OpenGGUF(path string) (*GGUF, error) {
 	if err := checkMagic(path); err != nil {
 		return nil, err
 	}
-	// The exact strings (readGGUFStrings) are read beside the parse, on
-	// another core: for a vocabulary of 128 Ki tokens each takes 10-30 ms.
+	// The exact strings and arrays (readGGUFExact) are read beside the
+	// parse, on another core (10-30 ms for a vocabulary of 128 Ki tokens),
+	// and the parse skips the arrays; a file with an array of arrays, which
+	// readGGUFExact leaves out, is parsed again whole.
 	type exact struct {
-		m   map[string]any
+		e   ggufExact
 		err error
 	}
 	strs := make(chan exact, 1)
 	go func() {
-		m, err := readGGUFStrings(path)
-		strs <- exact{m, err}
+		e, err := readGGUFExact(path)
+		strs <- exact{e, err}
 	}()
-	gf, err := parseGuarded(path)
+	gf, err := parseGuarded(path, true)
 	s := <-strs
+	if s.err == nil && s.e.nested {
+		gf, err = parseGuarded(path, false) // the parser refuses to skip an array of arrays
+	}
 	if err != nil {
 		if derr := diagnose(path, st.Size()); derr != nil {
 			return nil, derr
 		}
 		return nil, &FormatError{File: path, Offset: -1, Msg: err.Error()}
 	}
-	return fromParsed(path, st.Size(), gf, s.m, s.err)
+	return fromParsed(path, st.Size(), gf, s.e, s.err)
 }
 
 func checkMagic(path string) error {
@@ -151,20 +156,27 @@ func checkMagic(path string) error {
 	return nil
 }
 
-func parseGuarded(path string) (gf *gguf.GGUFFile, err error) {
+// parseGuarded runs the parser on path, skipping the metadata arrays'
+// elements if skipArrays.
+func parseGuarded(path string, skipArrays bool) (gf *gguf.GGUFFile, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			gf, err = nil, fmt.Errorf("parser: %v", r)
 		}
 	}()
+	opts := []gguf.GGUFReadOption{gguf.UseMMap()}
+	if skipArrays {
+		opts = append(opts, gguf.SkipLargeMetadata())
+	}
 	// The parser completes shard names ("-00001-of-00002"); we read one file.
-	return gguf.ParseGGUFFile(path, gguf.UseMMap())
+	return gguf.ParseGGUFFile(path, opts...)
 }
 
-// fromParsed validates the parser's gf and converts it, its string values
-// replaced by exact, the file's own (readGGUFStrings of every string key,
-// or the error that read returned).
-func fromParsed(path string, size int64, gf *gguf.GGUFFile, exact map[string]any, exactErr error) (*GGUF, error) {
+// fromParsed validates the parser's gf and converts it, its strings and
+// arrays replaced by the file's own (exact, from readGGUFExact, or the
+// error that read returned); gf holds the arrays' elements only when exact
+// says there is an array of arrays.
+func fromParsed(path string, size int64, gf *gguf.GGUFFile, exact ggufExact, exactErr error) (*GGUF, error) {
 	ferr := func(tensor string, off int64, format string, a ...any) error {
 		return &FormatError{File: path, Offset: off, Tensor: tensor, Msg: fmt.Sprintf(format, a...)}
 	}
@@ -180,10 +192,21 @@ func fromParsed(path string, size int64, gf *gguf.GGUFFile, exact map[string]any
 	if g.Version < 2 || g.Version > 3 {
 		return nil, ferr("", 4, "unsupported GGUF version %d", g.Version)
 	}
+	if exactErr != nil && len(gf.Header.MetadataKV) > 0 {
+		return nil, exactErr
+	}
 	for _, kv := range gf.Header.MetadataKV {
-		v, err := convertValue(kv)
-		if err != nil {
-			return nil, ferr("", -1, "metadata %q: %v", kv.Key, err)
+		var v any
+		if kv.ValueType == gguf.GGUFMetadataValueTypeArray && !exact.nested {
+			var ok bool
+			if v, ok = exact.values[kv.Key]; !ok {
+				return nil, ferr("", -1, "metadata %q not found on re-reading", kv.Key)
+			}
+		} else {
+			var err error
+			if v, err = convertValue(kv); err != nil {
+				return nil, ferr("", -1, "metadata %q: %v", kv.Key, err)
+			}
 		}
 		if _, dup := g.kvIndex[kv.Key]; dup {
 			return nil, ferr("", -1, "metadata key %q appears twice", kv.Key)
@@ -200,11 +223,8 @@ func fromParsed(path string, size int64, gf *gguf.GGUFFile, exact map[string]any
 		}
 	}
 	if len(skeys) > 0 {
-		if exactErr != nil {
-			return nil, exactErr
-		}
 		for _, k := range skeys {
-			v, ok := exact[k]
+			v, ok := exact.values[k]
 			if !ok {
 				return nil, ferr("", -1, "metadata %q not found on re-reading", k)
 			}
