@@ -103,6 +103,10 @@ func TestPackRefusesWhatCannotRun(t *testing.T) {
 		{"missing-tensor", nil, func(n string) bool { return n == "blk.3.ffn_down.weight" }, "blk.3.ffn_down.weight: missing"},
 		{"no-heads", setKV("llama.attention.head_count", nil), nil, "unsupported hyperparameters"},
 		{"no-tokenizer", setKV("tokenizer.ggml.tokens", nil), nil, "no tokenizer"},
+		// The vocabulary is built beside the tensors; one that cannot be is
+		// still the error.
+		{"bad-scores", setKV("tokenizer.ggml.scores", []float32{1, 2}), nil, "tokenizer: "},
+		{"bad-model", setKV("tokenizer.ggml.model", "bogus"), nil, "tokenizer: "},
 		{"vocab-size", setKV("llama.vocab_size", uint32(600)), nil, "token_embd.weight: shape [64 512], want [64 600]"},
 		{"vocab-only", nil, none, "token_embd.weight: missing"},
 	}
