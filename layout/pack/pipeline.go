@@ -94,7 +94,8 @@ var writeTensors = writeTensorsPipelined
 // groups or bytes: pieces) on its way through the pipeline.
 type packJob struct {
 	e       *Entry
-	off     int64         // where the piece goes in the file (Writer.Reserve, and the piece's offset in the blob)
+	blob    int64         // where the entry's blob goes in the file (Writer.Reserve)
+	off     int64         // where the piece goes in the file (blob, plus the piece's offset in the blob)
 	lo, hi  int64         // the piece's bytes of the parts, in row order
 	c0, c1  int           // the column groups of a planar entry's piece
 	size    int64         // the piece's bytes of the blob
@@ -128,7 +129,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 			return err
 		}
 		for _, j := range pieces(e, pieceBytes) {
-			j.off += off
+			j.blob, j.off = off, off+j.off
 			j.done = make(chan struct{})
 			j.users.Store(2)
 			jobs = append(jobs, j)
@@ -292,7 +293,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 		if !j.last {
 			continue
 		}
-		j.e.BlobRef = layout.BlobRef{Offset: j.off + j.size - j.e.Size, Size: j.e.Size, CRC32C: crc}
+		j.e.BlobRef = layout.BlobRef{Offset: j.blob, Size: j.e.Size, CRC32C: crc}
 		m.Tensors = append(m.Tensors, j.e.TensorEntry)
 		done += j.e.Size
 		if opt.Progress != nil {
