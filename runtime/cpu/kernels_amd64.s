@@ -3522,7 +3522,7 @@ q8_0RowsAVX512_rowsdone:
 
 // func q4_0RowsAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, CMOV, F16C, MMX+
-TEXT ·q4_0RowsAVX512(SB), NOSPLIT, $112-96
+TEXT ·q4_0RowsAVX512(SB), NOSPLIT, $624-96
 	MOVQ         cstride+16(FP), AX
 	MOVQ         sstride+24(FP), CX
 	MOVQ         a+32(FP), DX
@@ -3592,6 +3592,19 @@ q4_0RowsAVX512_pfdone:
 	MOVQ R9, 104(SP)
 	CMPQ DI, $0x20
 	JG   q4_0RowsAVX512_rows8
+	XORQ R8, R8
+
+q4_0RowsAVX512_hoist:
+	VMOVQ     (SI)(R8*1), X4
+	VPERMD    Z4, Z1, Z3
+	VPSLLD    $0x03, Z3, Z3
+	VMOVDQU64 Z3, 112(SP)(R8*8)
+	VMOVQ     (BX)(R8*1), X4
+	VPERMD    Z4, Z1, Z3
+	VMOVDQU64 Z3, 368(SP)(R8*8)
+	ADDQ      $0x08, R8
+	CMPQ      R8, DI
+	JL        q4_0RowsAVX512_hoist
 
 q4_0RowsAVX512_rows8w:
 	CMPQ        80(SP), $0x08
@@ -3617,65 +3630,60 @@ q4_0RowsAVX512_rows8w_pair:
 	LEAQ            (R11)(AX*2), R12
 	VBROADCASTI64X4 (DX)(R9*8), Z27
 	VBROADCASTI64X4 32(DX)(R9*8), Z28
-	VMOVDQU64       (R8), Y4
-	VINSERTI64X4    $0x01, (R8)(AX*1), Z4, Z4
-	VPSRLW          $0x04, Z4, Z29
-	VPANDD          Z2, Z4, Z4
+	VMOVDQU64       (R8), Y5
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z5, Z5
+	VPSRLW          $0x04, Z5, Z29
+	VPANDD          Z2, Z5, Z5
 	VPANDD          Z2, Z29, Z29
-	VPXORD          Z5, Z5, Z5
-	VPDPBUSD        Z27, Z4, Z5
-	VPDPBUSD        Z28, Z29, Z5
-	VMOVDQU64       (R8)(AX*2), Y6
-	VINSERTI64X4    $0x01, (R10)(AX*1), Z6, Z6
-	VPSRLW          $0x04, Z6, Z29
-	VPANDD          Z2, Z6, Z6
+	VPXORD          Z6, Z6, Z6
+	VPDPBUSD        Z27, Z5, Z6
+	VPDPBUSD        Z28, Z29, Z6
+	VMOVDQU64       (R8)(AX*2), Y7
+	VINSERTI64X4    $0x01, (R10)(AX*1), Z7, Z7
+	VPSRLW          $0x04, Z7, Z29
+	VPANDD          Z2, Z7, Z7
 	VPANDD          Z2, Z29, Z29
-	VPXORD          Z7, Z7, Z7
-	VPDPBUSD        Z27, Z6, Z7
-	VPDPBUSD        Z28, Z29, Z7
-	VMOVDQU64       (R11), Y8
-	VINSERTI64X4    $0x01, (R11)(AX*1), Z8, Z8
-	VPSRLW          $0x04, Z8, Z29
-	VPANDD          Z2, Z8, Z8
+	VPXORD          Z8, Z8, Z8
+	VPDPBUSD        Z27, Z7, Z8
+	VPDPBUSD        Z28, Z29, Z8
+	VMOVDQU64       (R11), Y9
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z9, Z9
+	VPSRLW          $0x04, Z9, Z29
+	VPANDD          Z2, Z9, Z9
 	VPANDD          Z2, Z29, Z29
-	VPXORD          Z9, Z9, Z9
-	VPDPBUSD        Z27, Z8, Z9
-	VPDPBUSD        Z28, Z29, Z9
-	VMOVDQU64       (R11)(AX*2), Y10
-	VINSERTI64X4    $0x01, (R12)(AX*1), Z10, Z10
-	VPSRLW          $0x04, Z10, Z29
-	VPANDD          Z2, Z10, Z10
+	VPXORD          Z10, Z10, Z10
+	VPDPBUSD        Z27, Z9, Z10
+	VPDPBUSD        Z28, Z29, Z10
+	VMOVDQU64       (R11)(AX*2), Y11
+	VINSERTI64X4    $0x01, (R12)(AX*1), Z11, Z11
+	VPSRLW          $0x04, Z11, Z29
+	VPANDD          Z2, Z11, Z11
 	VPANDD          Z2, Z29, Z29
-	VPXORD          Z11, Z11, Z11
-	VPDPBUSD        Z27, Z10, Z11
-	VPDPBUSD        Z28, Z29, Z11
-	VPUNPCKLDQ      Z7, Z5, Z27
-	VPUNPCKHDQ      Z7, Z5, Z28
+	VPXORD          Z12, Z12, Z12
+	VPDPBUSD        Z27, Z11, Z12
+	VPDPBUSD        Z28, Z29, Z12
+	VPUNPCKLDQ      Z8, Z6, Z27
+	VPUNPCKHDQ      Z8, Z6, Z28
 	VPADDD          Z28, Z27, Z27
 	VPSHUFD         $0x4e, Z27, Z28
 	VPADDD          Z28, Z27, Z27
-	VPUNPCKLDQ      Z11, Z9, Z28
-	VPUNPCKHDQ      Z11, Z9, Z29
+	VPUNPCKLDQ      Z12, Z10, Z28
+	VPUNPCKHDQ      Z12, Z10, Z29
 	VPADDD          Z29, Z28, Z28
 	VPSHUFD         $0x4e, Z28, Z29
 	VPADDD          Z29, Z28, Z28
 	VPERMT2D        Z28, Z0, Z27
-	VMOVQ           (SI)(R9*1), X12
-	VPERMD          Z12, Z1, Z28
-	VPSLLD          $0x03, Z28, Z28
-	VPSUBD          Z28, Z27, Z27
+	VPSUBD          112(SP)(R9*8), Z27, Z27
 	VMOVDQU64       Z26, Z28
 	VPERMI2W        Z25, Z3, Z28
 	VPADDW          scTwo<>+0(SB), Z26, Z26
 	VCVTPH2PS       Y28, Z28
 	VCVTDQ2PS       Z27, Z27
-	VMOVQ           (BX)(R9*1), X12
-	VPERMD          Z12, Z1, Z29
-	VMULPS          Z29, Z28, Z28
+	VMULPS          368(SP)(R9*8), Z28, Z28
 	VMULPS          Z28, Z27, Z27
 	VADDPS          Y27, Y13, Y13
-	VEXTRACTF64X4   $0x01, Z27, Y4
-	VADDPS          Y4, Y13, Y13
+	VEXTRACTF64X4   $0x01, Z27, Y5
+	VADDPS          Y5, Y13, Y13
 	ADDQ            $0x20, R8
 	ADDQ            $0x08, R9
 	CMPQ            R9, DI
@@ -3704,7 +3712,7 @@ q4_0RowsAVX512_rows8:
 	MOVQ    64(SP), R8
 	MOVQ    72(SP), R9
 	XORQ    R10, R10
-	VMOVUPS zero32<>+0(SB), Y4
+	VMOVUPS zero32<>+0(SB), Y5
 
 q4_0RowsAVX512_rows8_pair:
 	MOVQ            104(SP), R11
@@ -3762,33 +3770,33 @@ q4_0RowsAVX512_rows8_pair:
 	VPSHUFD         $0x4e, Z25, Z26
 	VPADDD          Z26, Z25, Z25
 	VPERMT2D        Z25, Z0, Z3
-	VMOVQ           (SI)(R10*1), X12
-	VPERMD          Z12, Z1, Z25
+	VMOVQ           (SI)(R10*1), X4
+	VPERMD          Z4, Z1, Z25
 	VPSLLD          $0x03, Z25, Z25
 	VPSUBD          Z25, Z3, Z3
 	LEAQ            (R9)(CX*4), R11
-	VMOVD           (R11), X6
-	VPBROADCASTD    (R11)(CX*1), K1, X6
-	VPBROADCASTD    (R11)(CX*2), K2, X6
+	VMOVD           (R11), X7
+	VPBROADCASTD    (R11)(CX*1), K1, X7
+	VPBROADCASTD    (R11)(CX*2), K2, X7
 	LEAQ            (R11)(CX*2), R11
-	VPBROADCASTD    (R11)(CX*1), K3, X6
-	VMOVD           (R9), X12
-	VPBROADCASTD    (R9)(CX*1), K1, X12
-	VPBROADCASTD    (R9)(CX*2), K2, X12
+	VPBROADCASTD    (R11)(CX*1), K3, X7
+	VMOVD           (R9), X4
+	VPBROADCASTD    (R9)(CX*1), K1, X4
+	VPBROADCASTD    (R9)(CX*2), K2, X4
 	LEAQ            (R9)(CX*2), R11
-	VPBROADCASTD    (R11)(CX*1), K3, X12
-	VINSERTI32X4    $0x01, X6, Y12, Y6
-	VCVTPH2PS       Y6, Z25
+	VPBROADCASTD    (R11)(CX*1), K3, X4
+	VINSERTI32X4    $0x01, X7, Y4, Y7
+	VCVTPH2PS       Y7, Z25
 	VMOVDQU64       idxST8<>+0(SB), Z26
 	VPERMPS         Z25, Z26, Z25
+	VMOVQ           (BX)(R10*1), X4
+	VPERMD          Z4, Z1, Z26
 	VCVTDQ2PS       Z3, Z3
-	VMOVQ           (BX)(R10*1), X12
-	VPERMD          Z12, Z1, Z26
 	VMULPS          Z26, Z25, Z25
 	VMULPS          Z25, Z3, Z3
-	VADDPS          Y3, Y4, Y4
+	VADDPS          Y3, Y5, Y5
 	VEXTRACTF64X4   $0x01, Z3, Y3
-	VADDPS          Y3, Y4, Y4
+	VADDPS          Y3, Y5, Y5
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
 	ADDQ            $0x08, R10
@@ -3797,10 +3805,10 @@ q4_0RowsAVX512_rows8_pair:
 	MOVQ            88(SP), R8
 	CMPQ            96(SP), $0x00
 	JE              q4_0RowsAVX512_rows8_store
-	VADDPS          (R8), Y4, Y4
+	VADDPS          (R8), Y5, Y5
 
 q4_0RowsAVX512_rows8_store:
-	VMOVUPS Y4, (R8)
+	VMOVUPS Y5, (R8)
 	ADDQ    $0x20, R8
 	MOVQ    R8, 88(SP)
 	MOVQ    64(SP), R8
@@ -3818,10 +3826,10 @@ q4_0RowsAVX512_rows4:
 	MOVQ      64(SP), R8
 	MOVQ      72(SP), R9
 	VMOVDQU64 idxRed<>+0(SB), Z3
-	VMOVDQU64 idx01<>+0(SB), Y4
-	VMOVDQU64 idxT<>+0(SB), Y6
+	VMOVDQU64 idx01<>+0(SB), Y5
+	VMOVDQU64 idxT<>+0(SB), Y7
 	XORQ      R10, R10
-	VMOVUPS   zero32<>+0(SB), X8
+	VMOVUPS   zero32<>+0(SB), X9
 
 q4_0RowsAVX512_rows4_pair:
 	MOVQ            104(SP), R11
@@ -3854,25 +3862,25 @@ q4_0RowsAVX512_rows4_pair:
 	VPSHUFD         $0x4e, Z25, Z26
 	VPADDD          Z26, Z25, Z25
 	VPERMD          Z25, Z3, Z25
-	VMOVQ           (SI)(R10*1), X12
-	VPERMD          Y12, Y4, Y10
-	VPSLLD          $0x03, Y10, Y10
-	VPSUBD          Y10, Y25, Y25
-	VCVTDQ2PS       Y25, Y10
-	VMOVD           (R9), X12
-	VPBROADCASTD    (R9)(CX*1), K1, X12
-	VPBROADCASTD    (R9)(CX*2), K2, X12
+	VMOVQ           (SI)(R10*1), X4
+	VPERMD          Y4, Y5, Y11
+	VPSLLD          $0x03, Y11, Y11
+	VPSUBD          Y11, Y25, Y25
+	VCVTDQ2PS       Y25, Y11
+	VMOVD           (R9), X4
+	VPBROADCASTD    (R9)(CX*1), K1, X4
+	VPBROADCASTD    (R9)(CX*2), K2, X4
 	LEAQ            (R9)(CX*2), R11
-	VPBROADCASTD    (R11)(CX*1), K3, X12
-	VCVTPH2PS       X12, Y13
-	VPERMPS         Y13, Y6, Y13
-	VMOVQ           (BX)(R10*1), X12
-	VPERMD          Y12, Y4, Y15
+	VPBROADCASTD    (R11)(CX*1), K3, X4
+	VCVTPH2PS       X4, Y13
+	VPERMPS         Y13, Y7, Y13
+	VMOVQ           (BX)(R10*1), X4
+	VPERMD          Y4, Y5, Y15
 	VMULPS          Y15, Y13, Y13
-	VMULPS          Y13, Y10, Y10
-	VADDPS          X10, X8, X8
-	VEXTRACTF128    $0x01, Y10, X10
-	VADDPS          X10, X8, X8
+	VMULPS          Y13, Y11, Y11
+	VADDPS          X11, X9, X9
+	VEXTRACTF128    $0x01, Y11, X4
+	VADDPS          X4, X9, X9
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
 	ADDQ            $0x08, R10
@@ -3881,10 +3889,10 @@ q4_0RowsAVX512_rows4_pair:
 	MOVQ            88(SP), R8
 	CMPQ            96(SP), $0x00
 	JE              q4_0RowsAVX512_rows4_store
-	VADDPS          (R8), X8, X8
+	VADDPS          (R8), X9, X9
 
 q4_0RowsAVX512_rows4_store:
-	VMOVUPS X8, (R8)
+	VMOVUPS X9, (R8)
 	ADDQ    $0x10, R8
 	MOVQ    R8, 88(SP)
 	MOVQ    64(SP), R8
@@ -3914,7 +3922,7 @@ q4_0RowsAVX512_rowsdone:
 
 // func q4_0RowsTallAVX512(codes *byte, scales *byte, cstride int, sstride int, a *int8, d *float32, s *int32, np int, y *float32, rows int, tiles int, tstride int)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL, AVX512_VNNI, CMOV, F16C, MMX+
-TEXT ·q4_0RowsTallAVX512(SB), NOSPLIT, $112-96
+TEXT ·q4_0RowsTallAVX512(SB), NOSPLIT, $624-96
 	MOVQ         cstride+16(FP), AX
 	MOVQ         sstride+24(FP), CX
 	MOVQ         a+32(FP), DX
@@ -3984,6 +3992,19 @@ q4_0RowsTallAVX512_pfdone:
 	MOVQ R9, 104(SP)
 	CMPQ DI, $0x20
 	JG   q4_0RowsTallAVX512_rows8
+	XORQ R8, R8
+
+q4_0RowsTallAVX512_hoist:
+	VMOVQ     (SI)(R8*1), X4
+	VPERMD    Z4, Z1, Z3
+	VPSLLD    $0x03, Z3, Z3
+	VMOVDQU64 Z3, 112(SP)(R8*8)
+	VMOVQ     (BX)(R8*1), X4
+	VPERMD    Z4, Z1, Z3
+	VMOVDQU64 Z3, 368(SP)(R8*8)
+	ADDQ      $0x08, R8
+	CMPQ      R8, DI
+	JL        q4_0RowsTallAVX512_hoist
 
 q4_0RowsTallAVX512_rows8w:
 	CMPQ        80(SP), $0x08
@@ -4013,65 +4034,60 @@ q4_0RowsTallAVX512_rows8w_pair:
 	LEAQ            (R11)(AX*2), R12
 	VBROADCASTI64X4 (DX)(R9*8), Z27
 	VBROADCASTI64X4 32(DX)(R9*8), Z28
-	VMOVDQU64       (R8), Y4
-	VINSERTI64X4    $0x01, (R8)(AX*1), Z4, Z4
-	VPSRLW          $0x04, Z4, Z29
-	VPANDD          Z2, Z4, Z4
+	VMOVDQU64       (R8), Y5
+	VINSERTI64X4    $0x01, (R8)(AX*1), Z5, Z5
+	VPSRLW          $0x04, Z5, Z29
+	VPANDD          Z2, Z5, Z5
 	VPANDD          Z2, Z29, Z29
-	VPXORD          Z5, Z5, Z5
-	VPDPBUSD        Z27, Z4, Z5
-	VPDPBUSD        Z28, Z29, Z5
-	VMOVDQU64       (R8)(AX*2), Y6
-	VINSERTI64X4    $0x01, (R10)(AX*1), Z6, Z6
-	VPSRLW          $0x04, Z6, Z29
-	VPANDD          Z2, Z6, Z6
+	VPXORD          Z6, Z6, Z6
+	VPDPBUSD        Z27, Z5, Z6
+	VPDPBUSD        Z28, Z29, Z6
+	VMOVDQU64       (R8)(AX*2), Y7
+	VINSERTI64X4    $0x01, (R10)(AX*1), Z7, Z7
+	VPSRLW          $0x04, Z7, Z29
+	VPANDD          Z2, Z7, Z7
 	VPANDD          Z2, Z29, Z29
-	VPXORD          Z7, Z7, Z7
-	VPDPBUSD        Z27, Z6, Z7
-	VPDPBUSD        Z28, Z29, Z7
-	VMOVDQU64       (R11), Y8
-	VINSERTI64X4    $0x01, (R11)(AX*1), Z8, Z8
-	VPSRLW          $0x04, Z8, Z29
-	VPANDD          Z2, Z8, Z8
+	VPXORD          Z8, Z8, Z8
+	VPDPBUSD        Z27, Z7, Z8
+	VPDPBUSD        Z28, Z29, Z8
+	VMOVDQU64       (R11), Y9
+	VINSERTI64X4    $0x01, (R11)(AX*1), Z9, Z9
+	VPSRLW          $0x04, Z9, Z29
+	VPANDD          Z2, Z9, Z9
 	VPANDD          Z2, Z29, Z29
-	VPXORD          Z9, Z9, Z9
-	VPDPBUSD        Z27, Z8, Z9
-	VPDPBUSD        Z28, Z29, Z9
-	VMOVDQU64       (R11)(AX*2), Y10
-	VINSERTI64X4    $0x01, (R12)(AX*1), Z10, Z10
-	VPSRLW          $0x04, Z10, Z29
-	VPANDD          Z2, Z10, Z10
+	VPXORD          Z10, Z10, Z10
+	VPDPBUSD        Z27, Z9, Z10
+	VPDPBUSD        Z28, Z29, Z10
+	VMOVDQU64       (R11)(AX*2), Y11
+	VINSERTI64X4    $0x01, (R12)(AX*1), Z11, Z11
+	VPSRLW          $0x04, Z11, Z29
+	VPANDD          Z2, Z11, Z11
 	VPANDD          Z2, Z29, Z29
-	VPXORD          Z11, Z11, Z11
-	VPDPBUSD        Z27, Z10, Z11
-	VPDPBUSD        Z28, Z29, Z11
-	VPUNPCKLDQ      Z7, Z5, Z27
-	VPUNPCKHDQ      Z7, Z5, Z28
+	VPXORD          Z12, Z12, Z12
+	VPDPBUSD        Z27, Z11, Z12
+	VPDPBUSD        Z28, Z29, Z12
+	VPUNPCKLDQ      Z8, Z6, Z27
+	VPUNPCKHDQ      Z8, Z6, Z28
 	VPADDD          Z28, Z27, Z27
 	VPSHUFD         $0x4e, Z27, Z28
 	VPADDD          Z28, Z27, Z27
-	VPUNPCKLDQ      Z11, Z9, Z28
-	VPUNPCKHDQ      Z11, Z9, Z29
+	VPUNPCKLDQ      Z12, Z10, Z28
+	VPUNPCKHDQ      Z12, Z10, Z29
 	VPADDD          Z29, Z28, Z28
 	VPSHUFD         $0x4e, Z28, Z29
 	VPADDD          Z29, Z28, Z28
 	VPERMT2D        Z28, Z0, Z27
-	VMOVQ           (SI)(R9*1), X12
-	VPERMD          Z12, Z1, Z28
-	VPSLLD          $0x03, Z28, Z28
-	VPSUBD          Z28, Z27, Z27
+	VPSUBD          112(SP)(R9*8), Z27, Z27
 	VMOVDQU64       Z26, Z28
 	VPERMI2W        Z25, Z3, Z28
 	VPADDW          scTwo<>+0(SB), Z26, Z26
 	VCVTPH2PS       Y28, Z28
 	VCVTDQ2PS       Z27, Z27
-	VMOVQ           (BX)(R9*1), X12
-	VPERMD          Z12, Z1, Z29
-	VMULPS          Z29, Z28, Z28
+	VMULPS          368(SP)(R9*8), Z28, Z28
 	VMULPS          Z28, Z27, Z27
 	VADDPS          Y27, Y13, Y13
-	VEXTRACTF64X4   $0x01, Z27, Y4
-	VADDPS          Y4, Y13, Y13
+	VEXTRACTF64X4   $0x01, Z27, Y5
+	VADDPS          Y5, Y13, Y13
 	ADDQ            $0x20, R8
 	ADDQ            $0x08, R9
 	CMPQ            R9, DI
@@ -4102,7 +4118,7 @@ q4_0RowsTallAVX512_rows8:
 	MOVQ    64(SP), R8
 	MOVQ    72(SP), R9
 	XORQ    R10, R10
-	VMOVUPS zero32<>+0(SB), Y4
+	VMOVUPS zero32<>+0(SB), Y5
 
 q4_0RowsTallAVX512_rows8_pair:
 	MOVQ            104(SP), R11
@@ -4164,33 +4180,33 @@ q4_0RowsTallAVX512_rows8_pair:
 	VPSHUFD         $0x4e, Z25, Z26
 	VPADDD          Z26, Z25, Z25
 	VPERMT2D        Z25, Z0, Z3
-	VMOVQ           (SI)(R10*1), X12
-	VPERMD          Z12, Z1, Z25
+	VMOVQ           (SI)(R10*1), X4
+	VPERMD          Z4, Z1, Z25
 	VPSLLD          $0x03, Z25, Z25
 	VPSUBD          Z25, Z3, Z3
 	LEAQ            (R9)(CX*4), R11
-	VMOVD           (R11), X6
-	VPBROADCASTD    (R11)(CX*1), K1, X6
-	VPBROADCASTD    (R11)(CX*2), K2, X6
+	VMOVD           (R11), X7
+	VPBROADCASTD    (R11)(CX*1), K1, X7
+	VPBROADCASTD    (R11)(CX*2), K2, X7
 	LEAQ            (R11)(CX*2), R11
-	VPBROADCASTD    (R11)(CX*1), K3, X6
-	VMOVD           (R9), X12
-	VPBROADCASTD    (R9)(CX*1), K1, X12
-	VPBROADCASTD    (R9)(CX*2), K2, X12
+	VPBROADCASTD    (R11)(CX*1), K3, X7
+	VMOVD           (R9), X4
+	VPBROADCASTD    (R9)(CX*1), K1, X4
+	VPBROADCASTD    (R9)(CX*2), K2, X4
 	LEAQ            (R9)(CX*2), R11
-	VPBROADCASTD    (R11)(CX*1), K3, X12
-	VINSERTI32X4    $0x01, X6, Y12, Y6
-	VCVTPH2PS       Y6, Z25
+	VPBROADCASTD    (R11)(CX*1), K3, X4
+	VINSERTI32X4    $0x01, X7, Y4, Y7
+	VCVTPH2PS       Y7, Z25
 	VMOVDQU64       idxST8<>+0(SB), Z26
 	VPERMPS         Z25, Z26, Z25
+	VMOVQ           (BX)(R10*1), X4
+	VPERMD          Z4, Z1, Z26
 	VCVTDQ2PS       Z3, Z3
-	VMOVQ           (BX)(R10*1), X12
-	VPERMD          Z12, Z1, Z26
 	VMULPS          Z26, Z25, Z25
 	VMULPS          Z25, Z3, Z3
-	VADDPS          Y3, Y4, Y4
+	VADDPS          Y3, Y5, Y5
 	VEXTRACTF64X4   $0x01, Z3, Y3
-	VADDPS          Y3, Y4, Y4
+	VADDPS          Y3, Y5, Y5
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
 	ADDQ            $0x08, R10
@@ -4199,10 +4215,10 @@ q4_0RowsTallAVX512_rows8_pair:
 	MOVQ            88(SP), R8
 	CMPQ            96(SP), $0x00
 	JE              q4_0RowsTallAVX512_rows8_store
-	VADDPS          (R8), Y4, Y4
+	VADDPS          (R8), Y5, Y5
 
 q4_0RowsTallAVX512_rows8_store:
-	VMOVUPS    Y4, (R8)
+	VMOVUPS    Y5, (R8)
 	ADDQ       $0x20, R8
 	MOVQ       R8, 88(SP)
 	MOVQ       64(SP), R8
@@ -4222,10 +4238,10 @@ q4_0RowsTallAVX512_rows4:
 	MOVQ      64(SP), R8
 	MOVQ      72(SP), R9
 	VMOVDQU64 idxRed<>+0(SB), Z3
-	VMOVDQU64 idx01<>+0(SB), Y4
-	VMOVDQU64 idxT<>+0(SB), Y6
+	VMOVDQU64 idx01<>+0(SB), Y5
+	VMOVDQU64 idxT<>+0(SB), Y7
 	XORQ      R10, R10
-	VMOVUPS   zero32<>+0(SB), X8
+	VMOVUPS   zero32<>+0(SB), X9
 
 q4_0RowsTallAVX512_rows4_pair:
 	MOVQ            104(SP), R11
@@ -4260,25 +4276,25 @@ q4_0RowsTallAVX512_rows4_pair:
 	VPSHUFD         $0x4e, Z25, Z26
 	VPADDD          Z26, Z25, Z25
 	VPERMD          Z25, Z3, Z25
-	VMOVQ           (SI)(R10*1), X12
-	VPERMD          Y12, Y4, Y10
-	VPSLLD          $0x03, Y10, Y10
-	VPSUBD          Y10, Y25, Y25
-	VCVTDQ2PS       Y25, Y10
-	VMOVD           (R9), X12
-	VPBROADCASTD    (R9)(CX*1), K1, X12
-	VPBROADCASTD    (R9)(CX*2), K2, X12
+	VMOVQ           (SI)(R10*1), X4
+	VPERMD          Y4, Y5, Y11
+	VPSLLD          $0x03, Y11, Y11
+	VPSUBD          Y11, Y25, Y25
+	VCVTDQ2PS       Y25, Y11
+	VMOVD           (R9), X4
+	VPBROADCASTD    (R9)(CX*1), K1, X4
+	VPBROADCASTD    (R9)(CX*2), K2, X4
 	LEAQ            (R9)(CX*2), R11
-	VPBROADCASTD    (R11)(CX*1), K3, X12
-	VCVTPH2PS       X12, Y13
-	VPERMPS         Y13, Y6, Y13
-	VMOVQ           (BX)(R10*1), X12
-	VPERMD          Y12, Y4, Y15
+	VPBROADCASTD    (R11)(CX*1), K3, X4
+	VCVTPH2PS       X4, Y13
+	VPERMPS         Y13, Y7, Y13
+	VMOVQ           (BX)(R10*1), X4
+	VPERMD          Y4, Y5, Y15
 	VMULPS          Y15, Y13, Y13
-	VMULPS          Y13, Y10, Y10
-	VADDPS          X10, X8, X8
-	VEXTRACTF128    $0x01, Y10, X10
-	VADDPS          X10, X8, X8
+	VMULPS          Y13, Y11, Y11
+	VADDPS          X11, X9, X9
+	VEXTRACTF128    $0x01, Y11, X4
+	VADDPS          X4, X9, X9
 	ADDQ            $0x20, R8
 	ADDQ            $0x04, R9
 	ADDQ            $0x08, R10
@@ -4287,10 +4303,10 @@ q4_0RowsTallAVX512_rows4_pair:
 	MOVQ            88(SP), R8
 	CMPQ            96(SP), $0x00
 	JE              q4_0RowsTallAVX512_rows4_store
-	VADDPS          (R8), X8, X8
+	VADDPS          (R8), X9, X9
 
 q4_0RowsTallAVX512_rows4_store:
-	VMOVUPS    X8, (R8)
+	VMOVUPS    X9, (R8)
 	ADDQ       $0x10, R8
 	MOVQ       R8, 88(SP)
 	MOVQ       64(SP), R8
@@ -4512,9 +4528,9 @@ q5_0RowsAVX512_rows8_pair:
 	VINSERTI32X4    $0x01, X10, Y21, Y10
 	VCVTPH2PS       Y10, Z10
 	VPERMPS         Z10, Z2, Z10
-	VCVTDQ2PS       Z9, Z9
 	VMOVQ           (SI)(R12*1), X21
 	VPERMD          Z21, Z1, Z12
+	VCVTDQ2PS       Z9, Z9
 	VMULPS          Z12, Z10, Z10
 	VMULPS          Z10, Z9, Z9
 	VADDPS          Y9, Y8, Y8

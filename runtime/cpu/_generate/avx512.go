@@ -436,9 +436,30 @@ func rows32x512(name string, q8, q5 bool, small, far int) {
 	}
 	tv := beginTilesAhead(name, ahead, planes...)
 	tv.far = far
+	// The eight-row wide step's per-pair vectors of the tile, the same for
+	// every step of rows: the sums' correction (bias*sum, by b8) at
+	// sumsT + 64*pair and the token's scales (by b8) at dxT + 64*pair, made
+	// once a tile (np <= 4) in place of once a step.
+	var sumsT, dxT Mem
 	if wide {
 		CMPQ(lim, U8(32))
 		JG(LabelRef(name + "_rows8"))
+		sumsT, dxT = AllocLocal(256), AllocLocal(256)
+		x := GP64()
+		XORQ(x, x)
+		Label(name + "_hoist")
+		sv, sb := XMM(), ZMM()
+		VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
+		VPERMD(sv.AsZ(), b8, sb)
+		VPSLLD(U8(bias), sb, sb)
+		VMOVDQU64(sb, sumsT.Idx(x, 8))
+		xv := ZMM()
+		VMOVQ(Mem{Base: d, Index: x, Scale: 1}, sv)
+		VPERMD(sv.AsZ(), b8, xv)
+		VMOVDQU64(xv, dxT.Idx(x, 8))
+		ADDQ(U8(8), x)
+		CMPQ(x, lim)
+		JL(LabelRef(name + "_hoist"))
 	}
 
 	type step struct {
@@ -589,23 +610,24 @@ func rows32x512(name string, q8, q5 bool, small, far int) {
 		} else {
 			r := halfReduce(z[0], z[1])
 			VPERMT2D(halfReduce(z[2], z[3]), red8, r) // [A r0..3 | A r4..7 | B r0..3 | B r4..7]
-			if !q8 {
-				sv := XMM()
-				VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
-				sb := ZMM()
-				VPERMD(sv.AsZ(), b8, sb)
-				VPSLLD(U8(bias), sb, sb)
-				VPSUBD(sb, r, r) // - 8*sum(a), Q5_0 16*sum(a)
-			}
 			if st.wide {
+				VPSUBD(sumsT.Idx(x, 8), r, r) // - 8*sum(a)
 				t := ZMM()
 				VMOVDQU64(cur, t)
 				VPERMI2W(thi, tlo, t) // [A r0..7 | B r0..7], f16
 				VPADDW(scTwo, cur, cur)
 				w := ZMM()
 				VCVTPH2PS(t.AsY(), w)
-				finish8w(r, w, dx, b8, acc)
+				finish8x(r, w, dxT.Idx(x, 8), acc)
 			} else {
+				if !q8 {
+					sv := XMM()
+					VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
+					sb := ZMM()
+					VPERMD(sv.AsZ(), b8, sb)
+					VPSLLD(U8(bias), sb, sb)
+					VPSUBD(sb, r, r) // - 8*sum(a), Q5_0 16*sum(a)
+				}
 				finish8(r, psc, ss, dx, sT8, b8, acc, km)
 			}
 		}
@@ -714,14 +736,20 @@ func finish8(r VecVirtual, psc, ss Register, dx Mem, sT8, b8, acc VecVirtual, km
 // finish8w is finish8 with the rows' scales w [dA r0..7 | dB r0..7]
 // (float32) at hand.
 func finish8w(r, w VecVirtual, dx Mem, b8, acc VecVirtual) {
-	f := ZMM()
-	VCVTDQ2PS(r, f)
 	v := XMM()
 	VMOVQ(dx, v)
 	xv := ZMM()
 	VPERMD(v.AsZ(), b8, xv) // [dxA x8 | dxB x8]
-	VMULPS(xv, w, w)        // d_w * d_x
-	VMULPS(w, f, f)         // float32(isum) * (d_w*d_x)
+	finish8x(r, w, xv, acc)
+}
+
+// finish8x is finish8w with the token's scales xv [dxA x8 | dxB x8] at
+// hand (a register, or the tile's vector in memory).
+func finish8x(r, w VecVirtual, xv Op, acc VecVirtual) {
+	f := ZMM()
+	VCVTDQ2PS(r, f)
+	VMULPS(xv, w, w) // d_w * d_x
+	VMULPS(w, f, f)  // float32(isum) * (d_w*d_x)
 	VADDPS(f.AsY(), acc, acc)
 	h := YMM()
 	VEXTRACTF64X4(U8(1), f, h)
