@@ -112,8 +112,8 @@ func PackFunc(g Geometry, src, dst []byte, done func(piece []byte)) error {
 }
 
 // PackGroups is PackFunc for the column groups c0..c1-1 alone: src is the
-// GGUF data of their rows (rows GroupRows(c0).first on, contiguous in the
-// GGUF), and dst the part of the blob they fill, bytes GroupOffset(c0) to
+// GGUF data of their rows (bytes SourceOffset(c0) to SourceOffset(c1) of
+// it), and dst the part of the blob they fill, bytes GroupOffset(c0) to
 // GroupOffset(c1) of it. The bytes it writes are those of Pack's blob, so
 // a blob can be packed a run of groups at a time (a matrix too large to
 // hold whole: the packer's pipeline).
@@ -126,9 +126,8 @@ func PackGroups(g Geometry, c0, c1 int, src, dst []byte, done func(piece []byte)
 	}
 	rowBytes, tileBytes := g.Type.RowBytes(g.K), g.Type.RowBytes(g.KTile)
 	first, _ := g.GroupRows(c0)
-	lastFirst, lastRows := g.GroupRows(c1 - 1)
 	base := g.GroupOffset(c0)
-	if err := checkLengths(g, src, dst, "source", "blob", (lastFirst+lastRows-first)*rowBytes, g.GroupOffset(c1)-base); err != nil {
+	if err := checkLengths(g, src, dst, "source", "blob", g.SourceOffset(c1)-g.SourceOffset(c0), g.GroupOffset(c1)-base); err != nil {
 		return err
 	}
 	cd := codecOf(g.Type)

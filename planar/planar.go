@@ -318,5 +318,13 @@ func (g Geometry) PlaneOffset(c, t, p int) (offset, perRow int) {
 	return off, g.Format().Planes[p].PerRow(g.KTile)
 }
 
+// SourceOffset returns the byte offset of column group c's rows in the
+// matrix's GGUF data (SourceBytes for c = Columns): a run of groups is a
+// run of the GGUF too.
+func (g Geometry) SourceOffset(c int) int {
+	first, _ := g.GroupRows(c)
+	return first * g.Type.RowBytes(g.K)
+}
+
 // SourceBytes returns the GGUF size of the matrix, N rows of K elements.
 func (g Geometry) SourceBytes() int { return g.N * g.Type.RowBytes(g.K) }

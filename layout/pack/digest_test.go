@@ -3,6 +3,7 @@ package pack
 import (
 	"context"
 	"encoding/hex"
+	"hash"
 	"os"
 	"path/filepath"
 	"testing"
@@ -79,4 +80,12 @@ func TestContentDigest(t *testing.T) {
 	if again, _ := digestOf(changed); again == got {
 		t.Errorf("a byte of %s changed, the digest did not", first.Name)
 	}
+}
+
+// hashTensor is what the digest holds of one tensor: its head, then its
+// data (the serial reference's order; the pipeline hashes it in pieces,
+// hashPiece).
+func hashTensor(h hash.Hash, t *layout.Tensor, data []byte) {
+	hashTensorHead(h, t, int64(len(data)))
+	h.Write(data)
 }

@@ -404,12 +404,8 @@ func hashMetadata(h hash.Hash, g *layout.GGUF) {
 	}
 }
 
-func hashTensor(h hash.Hash, t *layout.Tensor, data []byte) {
-	hashTensorHead(h, t, int64(len(data)))
-	h.Write(data)
-}
-
-// hashTensorHead is what hashTensor hashes before a tensor's data of n bytes.
+// hashTensorHead is what the digest holds of a tensor of n bytes before
+// its data.
 func hashTensorHead(h hash.Hash, t *layout.Tensor, n int64) {
 	fmt.Fprintf(h, "%q %s %v %d\n", t.Name, t.Type, t.Dims, n)
 	var b [8]byte
@@ -417,9 +413,10 @@ func hashTensorHead(h hash.Hash, t *layout.Tensor, n int64) {
 	h.Write(b[:])
 }
 
-// hashPiece hashes piece j of an entry as hashTensor hashes its parts, so
-// that the pieces of an entry hashed in order hash it whole: each part's
-// head with the piece that holds its first byte (the last piece, for an
+// hashPiece hashes piece j of an entry so that the pieces of an entry
+// hashed in order hash each of its parts as its head and then its data
+// (hashTensor in the tests, the serial reference): each part's head with
+// the piece that holds its first byte (the last piece, for an
 // empty part at the end), then the piece's bytes of the part.
 func hashPiece(h hash.Hash, j *packJob) {
 	at := int64(0) // where the part starts

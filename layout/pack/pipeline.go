@@ -99,8 +99,7 @@ type packJob struct {
 	lo, hi  int64         // the piece's bytes of the parts, in row order
 	c0, c1  int           // the column groups of a planar entry's piece
 	size    int64         // the piece's bytes of the blob
-	whole   bool          // the piece is the entry (its buffer holds the padding to BlobAlign)
-	last    bool          // the entry's last piece
+	last    bool          // the entry's last piece (and its first too, lo = 0: the entry whole)
 	src     []byte        // the parts' bytes, in row order, from the sources' arena
 	srcSpan *span         // src's span in the sources' arena
 	unread  bool          // the reader stopped before this entry
@@ -312,7 +311,7 @@ func writeTensorsPipelined(ctx context.Context, opt *Options, g *layout.GGUF, sr
 func pieces(e *Entry, max int64) []*packJob {
 	n := entryBytes(e)
 	if n <= max && e.Size <= max {
-		return []*packJob{{e: e, hi: n, c1: e.geom.Columns, size: e.Size, whole: true, last: true}}
+		return []*packJob{{e: e, hi: n, c1: e.geom.Columns, size: e.Size, last: true}}
 	}
 	var js []*packJob
 	if e.Format == layout.FormatRaw {
@@ -322,8 +321,7 @@ func pieces(e *Entry, max int64) []*packJob {
 		}
 	} else {
 		g := e.geom
-		rowBytes := int64(g.Type.RowBytes(g.K))
-		src := func(c int) int64 { first, _ := g.GroupRows(c); return int64(first) * rowBytes } // group c's source offset; N's for Columns
+		src := func(c int) int64 { return int64(g.SourceOffset(c)) }
 		for c0 := 0; c0 < g.Columns; {
 			c1 := c0 + 1
 			for c1 < g.Columns && src(c1+1)-src(c0) <= max && int64(g.GroupOffset(c1+1)-g.GroupOffset(c0)) <= max {
@@ -365,7 +363,7 @@ func morePs() (restore func()) {
 // file from an arena buffer, padded to whole pages when the piece is the
 // whole blob, as every other blob does),
 // computes its checksum and writes it at j.off. The checksum of a packed
-// blob is computed a column group at a time, as planar.PackFunc finishes
+// blob is computed a column group at a time, as planar.PackGroups finishes
 // each, while the group is in the cache: on the development VM, a pass
 // over the whole blob after packing it read it back from memory.
 func pack(opt *Options, w *layout.Writer, j *packJob, cpu chan struct{}) error {
@@ -385,9 +383,9 @@ func pack(opt *Options, w *layout.Writer, j *packJob, cpu chan struct{}) error {
 		return fmt.Errorf("%s: tensor %q: %w", opt.Input, j.e.Name, err)
 	}
 	dst := j.dst
-	if !j.whole {
-		// Its bytes alone: the padding after the blob is preallocated
-		// zeros, and after a piece lies the next one.
+	if j.lo > 0 || !j.last {
+		// A piece of an entry: its bytes alone (the padding after the blob
+		// is preallocated zeros, and after a piece lies the next one).
 		dst = dst[:len(dst):len(dst)]
 	}
 	if err := w.WriteBlobAt(dst, j.off); err != nil {

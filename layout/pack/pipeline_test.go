@@ -315,7 +315,7 @@ func TestPieces(t *testing.T) {
 			for _, e := range plan.Entries {
 				js := pieces(e, max)
 				n := entryBytes(e)
-				if n <= max && e.Size <= max && (len(js) != 1 || !js[0].whole) {
+				if n <= max && e.Size <= max && (len(js) != 1 || !js[0].last) {
 					t.Fatalf("%s (%d bytes, max %d): %d pieces, want it whole", e.Name, n, max, len(js))
 				}
 				var lo, off int64
