@@ -448,15 +448,8 @@ func rows32x512(name string, q8, q5 bool, small, far int) {
 		x := GP64()
 		XORQ(x, x)
 		Label(name + "_hoist")
-		sv, sb := XMM(), ZMM()
-		VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
-		VPERMD(sv.AsZ(), b8, sb)
-		VPSLLD(U8(bias), sb, sb)
-		VMOVDQU64(sb, sumsT.Idx(x, 8))
-		xv := ZMM()
-		VMOVQ(Mem{Base: d, Index: x, Scale: 1}, sv)
-		VPERMD(sv.AsZ(), b8, xv)
-		VMOVDQU64(xv, dxT.Idx(x, 8))
+		VMOVDQU64(pairSums8(Mem{Base: s, Index: x, Scale: 1}, b8, bias), sumsT.Idx(x, 8))
+		VMOVDQU64(pairScales8(Mem{Base: d, Index: x, Scale: 1}, b8), dxT.Idx(x, 8))
 		ADDQ(U8(8), x)
 		CMPQ(x, lim)
 		JL(LabelRef(name + "_hoist"))
@@ -621,12 +614,7 @@ func rows32x512(name string, q8, q5 bool, small, far int) {
 				finish8x(r, w, dxT.Idx(x, 8), acc)
 			} else {
 				if !q8 {
-					sv := XMM()
-					VMOVQ(Mem{Base: s, Index: x, Scale: 1}, sv)
-					sb := ZMM()
-					VPERMD(sv.AsZ(), b8, sb)
-					VPSLLD(U8(bias), sb, sb)
-					VPSUBD(sb, r, r) // - 8*sum(a), Q5_0 16*sum(a)
+					VPSUBD(pairSums8(Mem{Base: s, Index: x, Scale: 1}, b8, bias), r, r) // - 8*sum(a), Q5_0 16*sum(a)
 				}
 				finish8(r, psc, ss, dx, sT8, b8, acc, km)
 			}
@@ -736,11 +724,26 @@ func finish8(r VecVirtual, psc, ss Register, dx Mem, sT8, b8, acc VecVirtual, km
 // finish8w is finish8 with the rows' scales w [dA r0..7 | dB r0..7]
 // (float32) at hand.
 func finish8w(r, w VecVirtual, dx Mem, b8, acc VecVirtual) {
-	v := XMM()
+	finish8x(r, w, pairScales8(dx, b8), acc)
+}
+
+// pairSums8 loads the token's sums of a pair of blocks (two int32 at sm)
+// as the eight-row steps subtract them: [A x8 | B x8] (b8), times 1<<bias.
+func pairSums8(sm Mem, b8 VecVirtual, bias int) VecVirtual {
+	sv, sb := XMM(), ZMM()
+	VMOVQ(sm, sv)
+	VPERMD(sv.AsZ(), b8, sb)
+	VPSLLD(U8(bias), sb, sb)
+	return sb
+}
+
+// pairScales8 loads the token's scales of a pair of blocks (two float32 at
+// dx) as the eight-row steps multiply by them: [dxA x8 | dxB x8] (b8).
+func pairScales8(dx Mem, b8 VecVirtual) VecVirtual {
+	v, xv := XMM(), ZMM()
 	VMOVQ(dx, v)
-	xv := ZMM()
-	VPERMD(v.AsZ(), b8, xv) // [dxA x8 | dxB x8]
-	finish8x(r, w, xv, acc)
+	VPERMD(v.AsZ(), b8, xv)
+	return xv
 }
 
 // finish8x is finish8w with the token's scales xv [dxA x8 | dxB x8] at
