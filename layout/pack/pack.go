@@ -406,57 +406,50 @@ func grow(b []byte, n int) []byte {
 func hashMetadata(h hash.Hash, g *layout.GGUF) {
 	kvs := append([]layout.KV(nil), g.KV...)
 	sort.Slice(kvs, func(i, j int) bool { return kvs[i].Key < kvs[j].Key })
-	b := make([]byte, 0, 64<<10)
-	more := func() {
-		if len(b) >= 60<<10 {
-			h.Write(b)
-			b = b[:0]
-		}
-	}
+	m := &metaLines{h: h, b: make([]byte, 0, 64<<10)}
 	for _, kv := range kvs {
 		switch v := kv.Value.(type) {
 		case []string:
-			b = fmt.Appendf(b, "%q=%T:[", kv.Key, v)
-			for i, s := range v {
-				if i > 0 {
-					b = append(b, ' ')
-				}
-				if len(s) > 4<<10 {
-					h.Write(b)
-					io.WriteString(h, s)
-					b = b[:0]
-					continue
-				}
-				b = append(b, s...)
-				more()
-			}
+			metaList(m, kv.Key, v, func(b []byte, s string) []byte { return append(b, s...) })
 		case []float32:
-			b = fmt.Appendf(b, "%q=%T:[", kv.Key, v)
-			for i, f := range v {
-				if i > 0 {
-					b = append(b, ' ')
-				}
-				b = strconv.AppendFloat(b, float64(f), 'g', -1, 32)
-				more()
-			}
+			metaList(m, kv.Key, v, func(b []byte, f float32) []byte { return strconv.AppendFloat(b, float64(f), 'g', -1, 32) })
 		case []int64:
-			b = fmt.Appendf(b, "%q=%T:[", kv.Key, v)
-			for i, n := range v {
-				if i > 0 {
-					b = append(b, ' ')
-				}
-				b = strconv.AppendInt(b, n, 10)
-				more()
-			}
+			metaList(m, kv.Key, v, func(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) })
 		default:
-			b = fmt.Appendf(b, "%q=%T:%v\n", kv.Key, kv.Value, kv.Value)
-			more()
-			continue
+			m.b = fmt.Appendf(m.b, "%q=%T:%v\n", kv.Key, kv.Value, kv.Value)
+			m.more()
 		}
-		b = append(b, "]\n"...)
-		more()
 	}
-	h.Write(b)
+	h.Write(m.b)
+}
+
+// metaLines is hashMetadata's buffer for h.
+type metaLines struct {
+	h hash.Hash
+	b []byte
+}
+
+// more writes the buffer to h once it is nearly full.
+func (m *metaLines) more() {
+	if len(m.b) >= 60<<10 {
+		m.h.Write(m.b)
+		m.b = m.b[:0]
+	}
+}
+
+// metaList adds the line of the array v under key, "%q=%T:%v\n" as fmt
+// prints it, each element formatted by app.
+func metaList[T any](m *metaLines, key string, v []T, app func([]byte, T) []byte) {
+	m.b = fmt.Appendf(m.b, "%q=%T:[", key, v)
+	for i, x := range v {
+		if i > 0 {
+			m.b = append(m.b, ' ')
+		}
+		m.b = app(m.b, x)
+		m.more()
+	}
+	m.b = append(m.b, "]\n"...)
+	m.more()
 }
 
 // hashTensorHead is what the digest holds of a tensor of n bytes before
