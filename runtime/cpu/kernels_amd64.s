@@ -3408,14 +3408,14 @@ q8_0RowsAVX512_tile:
 	MOVQ       40(SP), DI
 	CMPQ       DI, R8
 	CMOVQLT    R8, DI
-	ADDQ       $0x00004000, R8
+	ADDQ       $0x00002000, R8
 
 q8_0RowsAVX512_pf:
-	CMPQ       DI, R8
-	JAE        q8_0RowsAVX512_pfdone
-	PREFETCHT0 (DI)
-	ADDQ       $0x40, DI
-	JMP        q8_0RowsAVX512_pf
+	CMPQ        DI, R8
+	JAE         q8_0RowsAVX512_pfdone
+	PREFETCHNTA (DI)
+	ADDQ        $0x40, DI
+	JMP         q8_0RowsAVX512_pf
 
 q8_0RowsAVX512_pfdone:
 	MOVQ R8, 40(SP)
@@ -3433,10 +3433,10 @@ q8_0RowsAVX512_rows4:
 
 q8_0RowsAVX512_rows4_pair:
 	MOVQ         40(SP), R10
-	PREFETCHT0   (R10)
-	PREFETCHT0   64(R10)
-	PREFETCHT0   128(R10)
-	PREFETCHT0   192(R10)
+	PREFETCHNTA  (R10)
+	PREFETCHNTA  64(R10)
+	PREFETCHNTA  128(R10)
+	PREFETCHNTA  192(R10)
 	ADDQ         $0x00000100, R10
 	MOVQ         R10, 40(SP)
 	LEAQ         (DI)(AX*2), R10
@@ -3579,14 +3579,14 @@ q4_0RowsAVX512_tile:
 	MOVQ       104(SP), R8
 	CMPQ       R8, R9
 	CMOVQLT    R9, R8
-	ADDQ       $0x00004000, R9
+	ADDQ       $0x00002000, R9
 
 q4_0RowsAVX512_pf:
-	CMPQ       R8, R9
-	JAE        q4_0RowsAVX512_pfdone
-	PREFETCHT0 (R8)
-	ADDQ       $0x40, R8
-	JMP        q4_0RowsAVX512_pf
+	CMPQ        R8, R9
+	JAE         q4_0RowsAVX512_pfdone
+	PREFETCHNTA (R8)
+	ADDQ        $0x40, R8
+	JMP         q4_0RowsAVX512_pf
 
 q4_0RowsAVX512_pfdone:
 	MOVQ R9, 104(SP)
@@ -3619,10 +3619,10 @@ q4_0RowsAVX512_rows8w:
 
 q4_0RowsAVX512_rows8w_pair:
 	MOVQ            104(SP), R10
-	PREFETCHT0      (R10)
-	PREFETCHT0      64(R10)
-	PREFETCHT0      128(R10)
-	PREFETCHT0      192(R10)
+	PREFETCHNTA     (R10)
+	PREFETCHNTA     64(R10)
+	PREFETCHNTA     128(R10)
+	PREFETCHNTA     192(R10)
 	ADDQ            $0x00000100, R10
 	MOVQ            R10, 104(SP)
 	LEAQ            (R8)(AX*2), R10
@@ -3716,10 +3716,10 @@ q4_0RowsAVX512_rows8:
 
 q4_0RowsAVX512_rows8_pair:
 	MOVQ            104(SP), R11
-	PREFETCHT0      (R11)
-	PREFETCHT0      64(R11)
-	PREFETCHT0      128(R11)
-	PREFETCHT0      192(R11)
+	PREFETCHNTA     (R11)
+	PREFETCHNTA     64(R11)
+	PREFETCHNTA     128(R11)
+	PREFETCHNTA     192(R11)
 	ADDQ            $0x00000100, R11
 	MOVQ            R11, 104(SP)
 	LEAQ            (R8)(AX*2), R11
@@ -3833,8 +3833,8 @@ q4_0RowsAVX512_rows4:
 
 q4_0RowsAVX512_rows4_pair:
 	MOVQ            104(SP), R11
-	PREFETCHT0      (R11)
-	PREFETCHT0      64(R11)
+	PREFETCHNTA     (R11)
+	PREFETCHNTA     64(R11)
 	ADDQ            $0x00000080, R11
 	MOVQ            R11, 104(SP)
 	LEAQ            (R8)(AX*2), R11
@@ -3979,14 +3979,14 @@ q4_0RowsTallAVX512_tile:
 	MOVQ       104(SP), R8
 	CMPQ       R8, R9
 	CMOVQLT    R9, R8
-	ADDQ       $0x00004000, R9
+	ADDQ       $0x00002000, R9
 
 q4_0RowsTallAVX512_pf:
-	CMPQ       R8, R9
-	JAE        q4_0RowsTallAVX512_pfdone
-	PREFETCHT0 (R8)
-	ADDQ       $0x40, R8
-	JMP        q4_0RowsTallAVX512_pf
+	CMPQ        R8, R9
+	JAE         q4_0RowsTallAVX512_pfdone
+	PREFETCHNTA (R8)
+	ADDQ        $0x40, R8
+	JMP         q4_0RowsTallAVX512_pf
 
 q4_0RowsTallAVX512_pfdone:
 	MOVQ R9, 104(SP)
@@ -4019,10 +4019,10 @@ q4_0RowsTallAVX512_rows8w:
 
 q4_0RowsTallAVX512_rows8w_pair:
 	MOVQ            104(SP), R10
-	PREFETCHT0      (R10)
-	PREFETCHT0      64(R10)
-	PREFETCHT0      128(R10)
-	PREFETCHT0      192(R10)
+	PREFETCHNTA     (R10)
+	PREFETCHNTA     64(R10)
+	PREFETCHNTA     128(R10)
+	PREFETCHNTA     192(R10)
 	PREFETCHT1      32768(R10)
 	PREFETCHT1      32832(R10)
 	PREFETCHT1      32896(R10)
@@ -4122,10 +4122,10 @@ q4_0RowsTallAVX512_rows8:
 
 q4_0RowsTallAVX512_rows8_pair:
 	MOVQ            104(SP), R11
-	PREFETCHT0      (R11)
-	PREFETCHT0      64(R11)
-	PREFETCHT0      128(R11)
-	PREFETCHT0      192(R11)
+	PREFETCHNTA     (R11)
+	PREFETCHNTA     64(R11)
+	PREFETCHNTA     128(R11)
+	PREFETCHNTA     192(R11)
 	PREFETCHT1      32768(R11)
 	PREFETCHT1      32832(R11)
 	PREFETCHT1      32896(R11)
@@ -4245,8 +4245,8 @@ q4_0RowsTallAVX512_rows4:
 
 q4_0RowsTallAVX512_rows4_pair:
 	MOVQ            104(SP), R11
-	PREFETCHT0      (R11)
-	PREFETCHT0      64(R11)
+	PREFETCHNTA     (R11)
+	PREFETCHNTA     64(R11)
 	PREFETCHT1      32768(R11)
 	PREFETCHT1      32832(R11)
 	ADDQ            $0x00000080, R11
@@ -4399,14 +4399,14 @@ q5_0RowsAVX512_tile:
 	MOVQ       48(SP), R9
 	CMPQ       R9, R10
 	CMOVQLT    R10, R9
-	ADDQ       $0x00003000, R10
+	ADDQ       $0x00002000, R10
 
 q5_0RowsAVX512_pf:
-	CMPQ       R9, R10
-	JAE        q5_0RowsAVX512_pfdone
-	PREFETCHT0 (R9)
-	ADDQ       $0x40, R9
-	JMP        q5_0RowsAVX512_pf
+	CMPQ        R9, R10
+	JAE         q5_0RowsAVX512_pfdone
+	PREFETCHNTA (R9)
+	ADDQ        $0x40, R9
+	JMP         q5_0RowsAVX512_pf
 
 q5_0RowsAVX512_pfdone:
 	MOVQ R10, 48(SP)
@@ -4422,10 +4422,10 @@ q5_0RowsAVX512_rows8:
 
 q5_0RowsAVX512_rows8_pair:
 	MOVQ            48(SP), R13
-	PREFETCHT0      (R13)
-	PREFETCHT0      64(R13)
-	PREFETCHT0      128(R13)
-	PREFETCHT0      192(R13)
+	PREFETCHNTA     (R13)
+	PREFETCHNTA     64(R13)
+	PREFETCHNTA     128(R13)
+	PREFETCHNTA     192(R13)
 	ADDQ            $0x00000100, R13
 	MOVQ            R13, 48(SP)
 	LEAQ            (R9)(AX*2), R13
@@ -4581,8 +4581,8 @@ q5_0RowsAVX512_rows4:
 
 q5_0RowsAVX512_rows4_pair:
 	MOVQ            48(SP), R13
-	PREFETCHT0      (R13)
-	PREFETCHT0      64(R13)
+	PREFETCHNTA     (R13)
+	PREFETCHNTA     64(R13)
 	ADDQ            $0x00000080, R13
 	MOVQ            R13, 48(SP)
 	LEAQ            (R9)(AX*2), R13
@@ -4746,14 +4746,14 @@ q4_KRowsAVX512_tile:
 	MOVQ       56(SP), BX
 	CMPQ       BX, SI
 	CMOVQLT    SI, BX
-	ADDQ       $0x00004000, SI
+	ADDQ       $0x00002000, SI
 
 q4_KRowsAVX512_pf:
-	CMPQ       BX, SI
-	JAE        q4_KRowsAVX512_pfdone
-	PREFETCHT0 (BX)
-	ADDQ       $0x40, BX
-	JMP        q4_KRowsAVX512_pf
+	CMPQ        BX, SI
+	JAE         q4_KRowsAVX512_pfdone
+	PREFETCHNTA (BX)
+	ADDQ        $0x40, BX
+	JMP         q4_KRowsAVX512_pf
 
 q4_KRowsAVX512_pfdone:
 	MOVQ SI, 56(SP)
@@ -4773,14 +4773,14 @@ q4_KRowsAVX512_rows:
 
 q4_KRowsAVX512_sb:
 	MOVQ            56(SP), R11
-	PREFETCHT0      (R11)
-	PREFETCHT0      64(R11)
-	PREFETCHT0      128(R11)
-	PREFETCHT0      192(R11)
-	PREFETCHT0      256(R11)
-	PREFETCHT0      320(R11)
-	PREFETCHT0      384(R11)
-	PREFETCHT0      448(R11)
+	PREFETCHNTA     (R11)
+	PREFETCHNTA     64(R11)
+	PREFETCHNTA     128(R11)
+	PREFETCHNTA     192(R11)
+	PREFETCHNTA     256(R11)
+	PREFETCHNTA     320(R11)
+	PREFETCHNTA     384(R11)
+	PREFETCHNTA     448(R11)
 	ADDQ            $0x00000200, R11
 	MOVQ            R11, 56(SP)
 	VMOVDQU64       (R8), Y6
@@ -5052,14 +5052,14 @@ q5_KRowsAVX512_tile:
 	MOVQ       64(SP), SI
 	CMPQ       SI, DI
 	CMOVQLT    DI, SI
-	ADDQ       $0x00004000, DI
+	ADDQ       $0x00002000, DI
 
 q5_KRowsAVX512_pf:
-	CMPQ       SI, DI
-	JAE        q5_KRowsAVX512_pfdone
-	PREFETCHT0 (SI)
-	ADDQ       $0x40, SI
-	JMP        q5_KRowsAVX512_pf
+	CMPQ        SI, DI
+	JAE         q5_KRowsAVX512_pfdone
+	PREFETCHNTA (SI)
+	ADDQ        $0x40, SI
+	JMP         q5_KRowsAVX512_pf
 
 q5_KRowsAVX512_pfdone:
 	MOVQ DI, 64(SP)
@@ -5080,14 +5080,14 @@ q5_KRowsAVX512_rows:
 
 q5_KRowsAVX512_sb:
 	MOVQ            64(SP), R13
-	PREFETCHT0      (R13)
-	PREFETCHT0      64(R13)
-	PREFETCHT0      128(R13)
-	PREFETCHT0      192(R13)
-	PREFETCHT0      256(R13)
-	PREFETCHT0      320(R13)
-	PREFETCHT0      384(R13)
-	PREFETCHT0      448(R13)
+	PREFETCHNTA     (R13)
+	PREFETCHNTA     64(R13)
+	PREFETCHNTA     128(R13)
+	PREFETCHNTA     192(R13)
+	PREFETCHNTA     256(R13)
+	PREFETCHNTA     320(R13)
+	PREFETCHNTA     384(R13)
+	PREFETCHNTA     448(R13)
 	ADDQ            $0x00000200, R13
 	MOVQ            R13, 64(SP)
 	VMOVDQU64       (R10), Y10
@@ -5392,14 +5392,14 @@ q6_KRowsAVX512_tile:
 	MOVQ       56(SP), BX
 	CMPQ       BX, SI
 	CMOVQLT    SI, BX
-	ADDQ       $0x00004000, SI
+	ADDQ       $0x00002000, SI
 
 q6_KRowsAVX512_pf:
-	CMPQ       BX, SI
-	JAE        q6_KRowsAVX512_pfdone
-	PREFETCHT0 (BX)
-	ADDQ       $0x40, BX
-	JMP        q6_KRowsAVX512_pf
+	CMPQ        BX, SI
+	JAE         q6_KRowsAVX512_pfdone
+	PREFETCHNTA (BX)
+	ADDQ        $0x40, BX
+	JMP         q6_KRowsAVX512_pf
 
 q6_KRowsAVX512_pfdone:
 	MOVQ SI, 56(SP)
@@ -5418,22 +5418,22 @@ q6_KRowsAVX512_rows:
 
 q6_KRowsAVX512_sb:
 	MOVQ          56(SP), R10
-	PREFETCHT0    (R10)
-	PREFETCHT0    64(R10)
-	PREFETCHT0    128(R10)
-	PREFETCHT0    192(R10)
-	PREFETCHT0    256(R10)
-	PREFETCHT0    320(R10)
-	PREFETCHT0    384(R10)
-	PREFETCHT0    448(R10)
-	PREFETCHT0    512(R10)
-	PREFETCHT0    576(R10)
-	PREFETCHT0    640(R10)
-	PREFETCHT0    704(R10)
-	PREFETCHT0    768(R10)
-	PREFETCHT0    832(R10)
-	PREFETCHT0    896(R10)
-	PREFETCHT0    960(R10)
+	PREFETCHNTA   (R10)
+	PREFETCHNTA   64(R10)
+	PREFETCHNTA   128(R10)
+	PREFETCHNTA   192(R10)
+	PREFETCHNTA   256(R10)
+	PREFETCHNTA   320(R10)
+	PREFETCHNTA   384(R10)
+	PREFETCHNTA   448(R10)
+	PREFETCHNTA   512(R10)
+	PREFETCHNTA   576(R10)
+	PREFETCHNTA   640(R10)
+	PREFETCHNTA   704(R10)
+	PREFETCHNTA   768(R10)
+	PREFETCHNTA   832(R10)
+	PREFETCHNTA   896(R10)
+	PREFETCHNTA   960(R10)
 	ADDQ          $0x00000400, R10
 	MOVQ          R10, 56(SP)
 	VMOVDQU64     (R8), Z6

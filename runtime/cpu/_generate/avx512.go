@@ -43,6 +43,8 @@ const tallL2Ahead = 32 << 10
 
 // avx512 writes the AVX-512 kernels.
 func avx512() {
+	ntaCodes = true
+	defer func() { ntaCodes = false }()
 	constants512()
 	rowsQ8x512("q8_0RowsAVX512")
 	rowsQ4x512("q4_0RowsAVX512")

@@ -337,8 +337,9 @@ type tileVars struct {
 	rows   Mem
 	y      Mem
 	add    Mem
-	pf     Mem // the prefetch pointer: ahead bytes ahead in the codes
-	far    int // with far > 0, the codes are prefetched into L2 far bytes past pf too
+	pf     Mem  // the prefetch pointer: ahead bytes ahead in the codes
+	far    int  // with far > 0, the codes are prefetched into L2 far bytes past pf too
+	nta    bool // the codes' prefetches are PREFETCHNTA (ntaCodes), else PREFETCHT0
 }
 
 // beginTiles allocates the variables and opens the K-tile loop; the rows
@@ -358,7 +359,10 @@ func beginTiles(name string, planes ...string) *tileVars {
 // (the small planes' bytes, ahead further on), not the whole ahead bytes
 // again. The first tile's start prefetches its first ahead bytes.
 func beginTilesAhead(name string, ahead int, planes ...string) *tileVars {
-	v := &tileVars{planes: planes, local: map[string]Mem{}}
+	v := &tileVars{planes: planes, local: map[string]Mem{}, nta: ntaCodes}
+	if v.nta {
+		ahead = ntaAhead
+	}
 	for _, p := range planes {
 		v.local[p] = AllocLocal(8)
 	}
@@ -392,7 +396,7 @@ func beginTilesAhead(name string, ahead int, planes ...string) *tileVars {
 	Label(name + "_pf")
 	CMPQ(q, end)
 	JAE(LabelRef(name + "_pfdone"))
-	PREFETCHT0(Mem{Base: q})
+	v.prefetchLine(Mem{Base: q})
 	ADDQ(U8(64), q)
 	JMP(LabelRef(name + "_pf"))
 	Label(name + "_pfdone")
@@ -409,13 +413,23 @@ func (v *tileVars) prefetch(n int) {
 	r := GP64()
 	MOVQ(v.pf, r)
 	for o := 0; o < n; o += 64 {
-		PREFETCHT0(Mem{Base: r, Disp: o})
+		v.prefetchLine(Mem{Base: r, Disp: o})
 	}
 	for o := 0; v.far > 0 && o < n; o += 64 {
 		PREFETCHT1(Mem{Base: r, Disp: v.far + o})
 	}
 	ADDQ(U32(n), r)
 	MOVQ(r, v.pf)
+}
+
+// prefetchLine prefetches the codes' line at m: PREFETCHNTA if v.nta, else
+// PREFETCHT0.
+func (v *tileVars) prefetchLine(m Mem) {
+	if v.nta {
+		PREFETCHNTA(m)
+		return
+	}
+	PREFETCHT0(m)
 }
 
 // load returns the current tile's pointer of plane p.
@@ -498,6 +512,30 @@ func (v *tileVars) endTiles(name string, advance func()) {
 // the most on the short K-tiles of ffn_down and on the small qkv, where a
 // group is gone before 2 KiB of prefetches ahead have caught up.
 const prefetchAhead = 16 << 10
+
+// ntaAhead is how far ahead the AVX-512 rows kernels prefetch their codes,
+// in bytes, and they prefetch them with PREFETCHNTA rather than
+// PREFETCHT0 (tileVars.nta; the AVX2 kernels keep prefetchAhead and
+// PREFETCHT0). A weight's line is read once a token: a non-temporal
+// prefetch brings it to L1 without keeping it in L2, which holds the
+// token's activations and the small planes instead. Whole `xdnarun bench
+// -p 128 -n 64 -r 1 -t 2` runs alternated with the kernels before (Zen 5
+// VM, 2026-12-05, medians of per-round decode ratios), this set against
+// the one before (15:09-15:14 UTC, 20 then 24 rounds): Q4_0 1.062 and
+// 1.052, the Q4_K_M mix 1.066 and 1.088, Q8_0 0.999 and 1.019. Before it
+// (14:59-15:07): NTA 16 KiB ahead, Q8_0 1.105, 1.060 and 1.045, the mix
+// 1.106 and 1.055, Q4_0 1.058, 1.000 and 0.987; NTA 8 KiB in both sets,
+// Q8_0 1.067, the mix 1.043, Q4_0 1.024, the AVX2 kernels so changed
+// 1.006, 1.024 and 1.007; PREFETCHT1 in place of T0, 0.94-0.96; T0 32
+// KiB ahead, 0.95-0.98. A line prefetched non-temporally lives in L1
+// only, so the distance is 8 KiB, a quarter of the 32 KiB L1 of the Zen 4
+// laptops that run these kernels too.
+const ntaAhead = 8 << 10
+
+// ntaCodes is set while the AVX-512 kernels are written (avx512):
+// beginTilesAhead then prefetches the codes ntaAhead bytes ahead with
+// PREFETCHNTA (tileVars.nta).
+var ntaCodes bool
 
 // q5Ahead is prefetchAhead for the Q5_0 rows kernels, whose three streams
 // (codes, high bits, scales) and longer arithmetic per byte made them lose
