@@ -522,7 +522,11 @@ const prefetchAhead = 16 << 10
 // -p 128 -n 64 -r 1 -t 2` runs alternated with the kernels before (Zen 5
 // VM, 2026-12-05, medians of per-round decode ratios), this set against
 // the one before (15:09-15:14 UTC, 20 then 24 rounds): Q4_0 1.062 and
-// 1.052, the Q4_K_M mix 1.066 and 1.088, Q8_0 0.999 and 1.019. Before it
+// 1.052, the Q4_K_M mix 1.066 and 1.088, Q8_0 0.999 and 1.019, and again
+// 0.991 (15:30, 24 rounds); in five rounds of `-r 3` benches, before and
+// after in each (15:25-15:29): Q4_0 1.105, the mix 0.997, Q8_0 0.916 (Q8_0's
+// tall groups, most of its bytes, keep the AVX2 kernel: the same with
+// these prefetches measured 1.001 against 0.991, not kept). Before it
 // (14:59-15:07): NTA 16 KiB ahead, Q8_0 1.105, 1.060 and 1.045, the mix
 // 1.106 and 1.055, Q4_0 1.058, 1.000 and 0.987; NTA 8 KiB in both sets,
 // Q8_0 1.067, the mix 1.043, Q4_0 1.024, the AVX2 kernels so changed
