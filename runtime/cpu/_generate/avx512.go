@@ -328,9 +328,9 @@ func rowsQ4x512(name string) { rows32x512(name, false, false, 0, 0) }
 // into one dword per row and block; then the float part of the AVX2
 // kernel, one lane per row and block.
 //
-// The codes are prefetched ahead of the rows read (beginTilesAhead); with
-// small > 0 the other planes (scales, high bits) are too, small bytes
-// ahead, one line per four rows. A column group of a hundred or so rows
+// The codes are prefetched ahead of the rows read (beginTiles: ntaAhead,
+// Q5_0's too); with small > 0 the other planes (scales, high bits) are
+// too, small bytes ahead, one line per four rows. A column group of a hundred or so rows
 // needs no more: a K-tile's planes are a few KiB, and the codes'
 // prefetches run through the next tile's scales before they are read.
 // On a group of a thousand rows they do not, and a scale line that the
@@ -404,10 +404,6 @@ func rows32x512(name string, q8, q5 bool, small, far int) {
 		planes = append(planes, "high")
 		strides["high"] = hs
 	}
-	ahead := prefetchAhead
-	if q5 {
-		ahead = q5Ahead
-	}
 	// Q4_0's eight-row step on K-tiles of at most 4 pairs (all that
 	// xdnapack gives a large matrix) takes the rows' scales of a tile in
 	// two loads a step and one VPERMI2W a pair (rows8w) instead of eight
@@ -436,7 +432,7 @@ func rows32x512(name string, q8, q5 bool, small, far int) {
 		MOVL(Mem{Base: tb, Index: t, Scale: 1}, m)
 		KMOVD(m, kHi)
 	}
-	tv := beginTilesAhead(name, ahead, planes...)
+	tv := beginTiles(name, planes...)
 	tv.far = far
 	// The eight-row wide step's per-pair vectors of the tile, the same for
 	// every step of rows: the sums' correction (bias*sum, by b8) at
@@ -720,12 +716,6 @@ func finish8(r VecVirtual, psc, ss Register, dx Mem, sT8, b8, acc VecVirtual, km
 		VMOVDQU64(idxST8, sT8)
 	}
 	VPERMPS(w, sT8, w)
-	finish8w(r, w, dx, b8, acc)
-}
-
-// finish8w is finish8 with the rows' scales w [dA r0..7 | dB r0..7]
-// (float32) at hand.
-func finish8w(r, w VecVirtual, dx Mem, b8, acc VecVirtual) {
 	finish8x(r, w, pairScales8(dx, b8), acc)
 }
 
@@ -748,8 +738,9 @@ func pairScales8(dx Mem, b8 VecVirtual) VecVirtual {
 	return xv
 }
 
-// finish8x is finish8w with the token's scales xv [dxA x8 | dxB x8] at
-// hand (a register, or the tile's vector in memory).
+// finish8x is finish8 with the rows' scales w [dA r0..7 | dB r0..7]
+// (float32) and the token's scales xv [dxA x8 | dxB x8] at hand (a
+// register, or the tile's vector in memory).
 func finish8x(r, w VecVirtual, xv Op, acc VecVirtual) {
 	f := ZMM()
 	VCVTDQ2PS(r, f)

@@ -344,8 +344,12 @@ type tileVars struct {
 
 // beginTiles allocates the variables and opens the K-tile loop; the rows
 // kernels take tiles K-tiles, tstride bytes apart in every plane. The codes
-// are prefetched prefetchAhead bytes ahead (beginTilesAhead).
+// are prefetched prefetchAhead bytes ahead, ntaAhead in the AVX-512 set
+// (ntaCodes; beginTilesAhead).
 func beginTiles(name string, planes ...string) *tileVars {
+	if ntaCodes {
+		return beginTilesAhead(name, ntaAhead, planes...)
+	}
 	return beginTilesAhead(name, prefetchAhead, planes...)
 }
 
@@ -360,9 +364,6 @@ func beginTiles(name string, planes ...string) *tileVars {
 // again. The first tile's start prefetches its first ahead bytes.
 func beginTilesAhead(name string, ahead int, planes ...string) *tileVars {
 	v := &tileVars{planes: planes, local: map[string]Mem{}, nta: ntaCodes}
-	if v.nta {
-		ahead = ntaAhead
-	}
 	for _, p := range planes {
 		v.local[p] = AllocLocal(8)
 	}
@@ -536,15 +537,15 @@ const prefetchAhead = 16 << 10
 // laptops that run these kernels too.
 const ntaAhead = 8 << 10
 
-// ntaCodes is set while the AVX-512 kernels are written (avx512):
-// beginTilesAhead then prefetches the codes ntaAhead bytes ahead with
-// PREFETCHNTA (tileVars.nta).
+// ntaCodes is set while the AVX-512 kernels are written (avx512): their
+// codes are then prefetched with PREFETCHNTA (tileVars.nta), ntaAhead bytes
+// ahead (beginTiles).
 var ntaCodes bool
 
-// q5Ahead is prefetchAhead for the Q5_0 rows kernels, whose three streams
-// (codes, high bits, scales) and longer arithmetic per byte made them lose
-// a few per cent with 16 KiB in their largest shape (gate_up) where 12 KiB
-// did not.
+// q5Ahead is prefetchAhead for the AVX2 Q5_0 rows kernel, whose three
+// streams (codes, high bits, scales) and longer arithmetic per byte made
+// it lose a few per cent with 16 KiB in its largest shape (gate_up) where
+// 12 KiB did not.
 const q5Ahead = 12 << 10
 
 // planeAhead is how far ahead the rows kernels prefetch their other planes
