@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"unsafe"
+
+	gguf "github.com/gpustack/gguf-parser-go"
 )
 
 // ggufExact is what readGGUFExact reads of a GGUF file's metadata.
@@ -55,7 +57,7 @@ func readGGUFExact(path string) (ggufExact, error) {
 	out := ggufExact{values: map[string]any{}}
 	for i := 0; i < nkv && r.err == nil; i++ {
 		key := r.str()
-		typ := r.u32()
+		typ := r.valueType()
 		if r.err != nil {
 			break
 		}
@@ -63,7 +65,7 @@ func readGGUFExact(path string) (ggufExact, error) {
 		case ggufString:
 			out.values[key] = r.str()
 		case ggufArray:
-			switch et := r.u32(); {
+			switch et := r.valueType(); {
 			case r.err != nil:
 			case et == ggufString:
 				out.values[key] = r.strs()
@@ -89,7 +91,7 @@ func readGGUFExact(path string) (ggufExact, error) {
 // converted from the reader's buffer a view at a time, into the result
 // only: a pack's first write waits for this read, and on the development
 // VM every MiB of fresh memory cost a new process 3 ms of page faults.
-func (r *ggufReader) numbers(key string, et uint32) any {
+func (r *ggufReader) numbers(key string, et gguf.GGUFMetadataValueType) any {
 	sz := ggufSizes[et]
 	n := r.count(sz)
 	if n > maxArray {
@@ -98,7 +100,7 @@ func (r *ggufReader) numbers(key string, et uint32) any {
 	}
 	var fs []float32
 	var is []int64
-	if et == 6 || et == 12 {
+	if et == gguf.GGUFMetadataValueTypeFloat32 || et == gguf.GGUFMetadataValueTypeFloat64 {
 		fs = make([]float32, n)
 	} else {
 		is = make([]int64, n)
@@ -112,34 +114,34 @@ func (r *ggufReader) numbers(key string, et uint32) any {
 		}
 		for j := range k {
 			switch et {
-			case 6: // float32
+			case gguf.GGUFMetadataValueTypeFloat32:
 				fs[i+j] = math.Float32frombits(le.Uint32(b[4*j:]))
-			case 12: // float64
+			case gguf.GGUFMetadataValueTypeFloat64:
 				fs[i+j] = float32(math.Float64frombits(le.Uint64(b[8*j:])))
-			case 0: // uint8
+			case gguf.GGUFMetadataValueTypeUint8:
 				is[i+j] = int64(b[j])
-			case 1: // int8
+			case gguf.GGUFMetadataValueTypeInt8:
 				is[i+j] = int64(int8(b[j]))
-			case 2: // uint16
+			case gguf.GGUFMetadataValueTypeUint16:
 				is[i+j] = int64(le.Uint16(b[2*j:]))
-			case 3: // int16
+			case gguf.GGUFMetadataValueTypeInt16:
 				is[i+j] = int64(int16(le.Uint16(b[2*j:])))
-			case 4: // uint32
+			case gguf.GGUFMetadataValueTypeUint32:
 				is[i+j] = int64(le.Uint32(b[4*j:]))
-			case 5: // int32
+			case gguf.GGUFMetadataValueTypeInt32:
 				is[i+j] = int64(int32(le.Uint32(b[4*j:])))
-			case 7: // bool
+			case gguf.GGUFMetadataValueTypeBool:
 				if b[j] != 0 {
 					is[i+j] = 1
 				}
-			case 10: // uint64
+			case gguf.GGUFMetadataValueTypeUint64:
 				u := le.Uint64(b[8*j:])
 				if u > math.MaxInt64 {
 					r.fail("metadata %q: entry %d is %d, above the int64 range", key, i+j, u)
 					return nil
 				}
 				is[i+j] = int64(u)
-			case 11: // int64
+			case gguf.GGUFMetadataValueTypeInt64:
 				is[i+j] = int64(le.Uint64(b[8*j:]))
 			}
 		}
@@ -155,12 +157,19 @@ func (r *ggufReader) numbers(key string, et uint32) any {
 }
 
 const (
-	ggufString = 8
-	ggufArray  = 9
+	ggufString = gguf.GGUFMetadataValueTypeString
+	ggufArray  = gguf.GGUFMetadataValueTypeArray
 )
 
 // ggufSizes are the byte sizes of the fixed-size GGUF value types.
-var ggufSizes = map[uint32]int64{0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+var ggufSizes = map[gguf.GGUFMetadataValueType]int64{
+	gguf.GGUFMetadataValueTypeUint8: 1, gguf.GGUFMetadataValueTypeInt8: 1,
+	gguf.GGUFMetadataValueTypeUint16: 2, gguf.GGUFMetadataValueTypeInt16: 2,
+	gguf.GGUFMetadataValueTypeUint32: 4, gguf.GGUFMetadataValueTypeInt32: 4,
+	gguf.GGUFMetadataValueTypeFloat32: 4, gguf.GGUFMetadataValueTypeBool: 1,
+	gguf.GGUFMetadataValueTypeUint64: 8, gguf.GGUFMetadataValueTypeInt64: 8,
+	gguf.GGUFMetadataValueTypeFloat64: 8,
+}
 
 type ggufReader struct {
 	r    *bufio.Reader
@@ -235,6 +244,11 @@ func (r *ggufReader) u32() uint32 {
 	return binary.LittleEndian.Uint32(b)
 }
 
+// valueType reads a 32-bit metadata value type.
+func (r *ggufReader) valueType() gguf.GGUFMetadataValueType {
+	return gguf.GGUFMetadataValueType(r.u32())
+}
+
 func (r *ggufReader) u64() uint64 {
 	b := r.view(8)
 	if b == nil {
@@ -286,7 +300,7 @@ func (r *ggufReader) strs() []string {
 	return ss
 }
 
-func (r *ggufReader) skipValue(typ uint32, depth int) {
+func (r *ggufReader) skipValue(typ gguf.GGUFMetadataValueType, depth int) {
 	if sz, ok := ggufSizes[typ]; ok {
 		r.skip(sz)
 		return
@@ -299,7 +313,7 @@ func (r *ggufReader) skipValue(typ uint32, depth int) {
 			r.fail("arrays nested too deep")
 			return
 		}
-		r.skipArray(r.u32(), depth)
+		r.skipArray(r.valueType(), depth)
 	default:
 		r.fail("unknown value type %d", typ)
 	}
@@ -307,7 +321,7 @@ func (r *ggufReader) skipValue(typ uint32, depth int) {
 
 // skipArray skips the count and the elements of an array of type et, the
 // array's own type having been read.
-func (r *ggufReader) skipArray(et uint32, depth int) {
+func (r *ggufReader) skipArray(et gguf.GGUFMetadataValueType, depth int) {
 	if sz, ok := ggufSizes[et]; ok {
 		n := r.count(sz)
 		r.skip(int64(n) * sz)
