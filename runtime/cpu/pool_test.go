@@ -46,7 +46,7 @@ func TestPoolFor(t *testing.T) {
 			}
 		}
 		c := &countTask{hits: make([]atomic.Int32, 1000), threads: threads}
-		before := runtime.NumGoroutine()
+		before := settledGoroutines()
 		for i := 0; i < 200; i++ {
 			p.For(1000, 10, c)
 		}
@@ -65,6 +65,24 @@ func TestPoolFor(t *testing.T) {
 	if c.hits[9].Load() != 1 || nilPool.Threads() != 1 {
 		t.Fatal("nil pool")
 	}
+}
+
+// settledGoroutines returns runtime.NumGoroutine once it has held still
+// for 20 ms (waiting at most 2 s): the workers of pools that earlier tests
+// closed may still be exiting, and one that exits between two counts of a
+// test would look like a change made by the code under test (a CI run
+// counted 3 goroutines before 200 calls of For and 2 after).
+func settledGoroutines() int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m == n {
+			break
+		}
+		n = m
+	}
+	return n
 }
 
 // TestPoolConcurrentCallers runs MatVec from several goroutines on one pool:
