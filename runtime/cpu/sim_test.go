@@ -16,8 +16,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/xdna-go/xdna/internal/x86sim"
 	"github.com/xdna-go/xdna/planar"
-	"github.com/xdna-go/xdna/runtime/cpu/internal/x86sim"
 )
 
 // simImage is the test binary opened by x86sim, once per process, with

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/xdna-go/xdna/runtime/cpu/internal/x86sim"
+	"github.com/xdna-go/xdna/internal/x86sim"
 	"golang.org/x/sys/cpu"
 )
 
@@ -48,7 +48,7 @@ func TestNativeMatchesSim(t *testing.T) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	const pkg = "github.com/xdna-go/xdna/runtime/cpu/internal/x86sim/vexcheck."
+	const pkg = "github.com/xdna-go/xdna/internal/x86sim/vexcheck."
 	for _, name := range names {
 		fn, err := img.Func(pkg + name + ".abi0")
 		if err != nil {
