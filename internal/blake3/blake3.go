@@ -138,59 +138,86 @@ func (h *hasher) Write(p []byte) (int, error) {
 
 // subtree hashes in, groups*16 whole chunks (groups a power of two, at
 // most maxGroups) starting at chunk h.chunks, to one chaining value and
-// pushes it. Each level of parents is formed 16 at a time in place in
-// h.cvs; the last levels (8, 4, 2, 1 parents) use a kernel call each, its
-// other lanes hashing stale values that are not read.
+// pushes it.
 func (h *hasher) subtree(in []byte, groups int) {
 	for g := range groups {
 		h.k.chunks(&iv, (*[batchLen]byte)(in[g*batchLen:]), h.chunks+uint64(g*batch), 0, (*[batch][8]uint32)(h.cvs[g*batch:]))
 	}
+	h.push(h.cvs[0], h.reduce(groups*batch))
+}
+
+// reduce merges the n chaining values of h.cvs (n a power of two) to the
+// root of their subtree, h.cvs[0], and returns log2(n). Each level of
+// parents is formed 16 at a time in place; the last levels (8, 4, 2, 1
+// parents) take a kernel call each, whose other lanes hash stale values
+// that are not read (h.cvs always has the 32 values a call reads).
+func (h *hasher) reduce(n int) int {
 	level := 0
-	for n := groups * batch; n > 1; n /= 2 {
+	for ; n > 1; n /= 2 {
 		for i := 0; i < n/2; i += batch {
 			h.k.parents(&iv, (*[2 * batch][8]uint32)(h.cvs[2*i:]), 0, (*[batch][8]uint32)(h.cvs[i:]))
 		}
 		level++
 	}
-	h.push(h.cvs[0], level)
+	return level
 }
 
 // Sum appends the digest of the input so far to b. It does not change the
-// state: it works on a copy of the tree.
+// state: it works on a copy of the tree (and h.cvs, which is scratch).
 func (h *hasher) Sum(b []byte) []byte {
 	t := h.tree
 	// The chunks in h.buf: the last one (1 to 1024 bytes, or the empty
 	// chunk of the empty input) and the whole chunks before it.
 	nc := max((h.n+chunkLen-1)/chunkLen, 1)
-	if whole := nc - 1; whole >= sumKernelMin {
-		var cvs [batch][8]uint32
+	last := h.buf[(nc-1)*chunkLen : h.n]
+	whole := h.n / chunkLen // the last one too if it is whole
+	var cvs [batch][8]uint32
+	if whole >= sumKernelMin {
 		// Lanes past the whole chunks hash the last chunk's bytes, or
 		// stale ones, and are not read.
-		h.k.chunks(&iv, &h.buf, t.chunks, 0, &cvs)
-		for i := range whole {
-			t.push(cvs[i], 0)
-		}
+		h.k.chunks(&iv, &h.buf, t.chunks, 0, (*[batch][8]uint32)(h.cvs[:batch]))
+		cvs = [batch][8]uint32(h.cvs[:batch])
 	} else {
 		for i := range whole {
-			t.push(chunkCV((*[chunkLen]byte)(h.buf[i*chunkLen:]), t.chunks, 0), 0)
+			cvs[i] = chunkCV((*[chunkLen]byte)(h.buf[i*chunkLen:]), t.chunks+uint64(i), 0)
 		}
 	}
-	last := h.buf[(nc-1)*chunkLen : h.n]
-
-	// The last chunk's blocks but its final one.
-	cv := iv
-	flags := uint32(chunkStart)
-	var m [16]uint32
-	for ; len(last) > blockLen; last = last[blockLen:] {
-		loadBlock(&m, (*[blockLen]byte)(last))
-		cv = compress(&cv, &m, t.chunks, blockLen, flags)
-		flags = 0
+	// The chunks before the last go on the stack as subtrees of 8, 4,
+	// 2 and 1 chunks (t.chunks is a multiple of 16).
+	for s, i := batch/2, 0; s > 0; s /= 2 {
+		if (nc-1)&s != 0 {
+			copy(h.cvs[:s], cvs[i:i+s])
+			t.push(h.cvs[0], h.reduce(s))
+			i += s
+		}
 	}
-	var final [blockLen]byte
-	copy(final[:], last)
-	loadBlock(&m, &final)
-	flags |= chunkEnd
-	counter, n := t.chunks, uint32(len(last))
+
+	var m [16]uint32
+	var cv [8]uint32
+	var counter uint64
+	var n, flags uint32
+	if len(last) == chunkLen && t.depth > 0 {
+		// A whole last chunk that is not the root: its chaining value
+		// is hashed already, and the top parent is the root.
+		copy(m[:8], t.stack[t.depth-1][:])
+		copy(m[8:], cvs[nc-1][:])
+		t.depth--
+		cv, n, flags = iv, blockLen, parentFlag
+	} else {
+		// The last chunk's blocks but its final one, then its final
+		// block, compressed below.
+		cv, counter, flags = iv, t.chunks, chunkStart
+		for ; len(last) > blockLen; last = last[blockLen:] {
+			loadBlock(&m, (*[blockLen]byte)(last))
+			cv = compress(&cv, &m, counter, blockLen, flags)
+			flags = 0
+		}
+		var final [blockLen]byte
+		copy(final[:], last)
+		loadBlock(&m, &final)
+		flags |= chunkEnd
+		n = uint32(len(last))
+	}
 	// Then the parents from the top of the stack down; the last
 	// compression, of the chunk when it is alone or else of the top
 	// parent, is the root (output block 0: counter 0).
