@@ -221,6 +221,39 @@ func init() {
 		}), "vpshrdv"+t.s)
 	}
 
+	// Rotates (AVX512F; SDM Vol. 2C VPROLD/VPROLVD/VPROLQ/VPROLVQ,
+	// VPRORD/VPRORVD/VPRORQ/VPRORVQ): each element rotated left or right
+	// by the immediate, or by the matching element of src2, modulo the
+	// element width. (BLAKE3's quarter-round rotates by 16, 12, 8, 7.)
+	for _, t := range []struct {
+		s   string
+		esz int
+	}{{"d", 4}, {"q", 8}} {
+		esz := t.esz
+		w := uint64(8 * esz)
+		rol := func(x, n uint64) uint64 {
+			n %= w
+			return (x<<n | x>>(w-n)) & sizeMask(esz) // n == 0: x>>w is 0 in Go
+		}
+		ror := func(x, n uint64) uint64 { return rol(x, w-n%w) }
+		for _, r := range []struct {
+			name string
+			f    func(x, n uint64) uint64
+		}{{"vprol", rol}, {"vpror", ror}} {
+			f := r.f
+			register(vex2i(esz, func(d, a *vec, vl int, imm uint8) {
+				for i := 0; i < vl/esz; i++ {
+					setElem(d, esz, i, f(getElem(a, esz, i), uint64(imm)))
+				}
+			}), r.name+t.s)
+			register(vex3(esz, func(d, a, b *vec, vl int) {
+				for i := 0; i < vl/esz; i++ {
+					setElem(d, esz, i, f(getElem(a, esz, i), getElem(b, esz, i)))
+				}
+			}), r.name+"v"+t.s)
+		}
+	}
+
 	// VPMULTISHIFTQB (VBMI): byte j of each qword is the 8 bits of src2's
 	// qword starting at bit src1.byte[j] mod 64, wrapping around. (A
 	// {1to8} broadcast source is refused: its element is not the mask's.)

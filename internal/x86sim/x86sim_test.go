@@ -3,8 +3,10 @@ package x86sim
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -1386,4 +1388,88 @@ func madd52(a, b uint64, high bool) uint64 {
 		p.Rsh(p, 52)
 	}
 	return p.And(p, m52).Uint64()
+}
+
+// TestRotates: VPROLD/VPRORD/VPROLQ/VPRORQ by an immediate (counts taken
+// modulo the element width, 0 and the width included) and VPROLVD/VPRORVD/
+// VPROLVQ/VPRORVQ by elements (any 32 or 64 bits: modulo the width), zmm
+// with a merging mask, ymm zeroing the upper half, and a {1toN} broadcast
+// source (SDM Vol. 2C), against math/bits.
+func TestRotates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	rot := func(esz int, x, n uint64, left bool) uint64 {
+		if !left {
+			n = -n
+		}
+		if esz == 4 {
+			return uint64(bits.RotateLeft32(uint32(x), int(n%32)))
+		}
+		return bits.RotateLeft64(x, int(n%64))
+	}
+	get := func(b []byte, esz, i int) uint64 {
+		if esz == 4 {
+			return uint64(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return binary.LittleEndian.Uint64(b[8*i:])
+	}
+	put := func(b []byte, esz, i int, x uint64) {
+		if esz == 4 {
+			binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
+		} else {
+			binary.LittleEndian.PutUint64(b[8*i:], x)
+		}
+	}
+	for _, esz := range []int{4, 8} {
+		s, bc := "d", "DWORD PTR [rax+320]{1to16}"
+		if esz == 8 {
+			s, bc = "q", "QWORD PTR [rax+320]{1to8}"
+		}
+		for _, dir := range []string{"l", "r"} {
+			left := dir == "l"
+			for _, imm := range []int{0, 7, 8, 12, 16, 33, 64} {
+				for _, form := range []struct {
+					insn   string
+					vl     int
+					masked bool
+					bcast  bool
+				}{
+					{fmt.Sprintf("vpro%s%s zmm0{k1}, zmm1, %#x", dir, s, imm), 64, true, false},
+					{fmt.Sprintf("vpro%s%s ymm0, ymm1, %#x", dir, s, imm), 32, false, false},
+					{fmt.Sprintf("vpro%s%s zmm0, %s, %#x", dir, s, bc, imm), 64, false, true},
+				} {
+					fn := asmFunc(t, prologue+form.insn+epilogue)
+					fr := randFrame(rng)
+					old := fr.C
+					runFrame(t, fn, fr)
+					res := make([]byte, 64)
+					for i := 0; i < form.vl/esz; i++ {
+						x := get(fr.A[:], esz, i)
+						if form.bcast {
+							x = get(fr.Mem[:], esz, 0)
+						}
+						put(res, esz, i, rot(esz, x, uint64(imm), left))
+					}
+					k := ^uint64(0)
+					if form.masked {
+						k = fr.K
+					}
+					checkOut(t, form.insn, fr.Out, masked(res, old[:], k, esz, form.vl, false))
+				}
+			}
+			insn := fmt.Sprintf("vpro%sv%s zmm0{k1}{z}, zmm1, zmm2", dir, s)
+			fn := asmFunc(t, prologue+insn+epilogue)
+			for range 4 {
+				fr := randFrame(rng)
+				put(fr.B[:], esz, 0, 0) // a count of 0 and of the width
+				put(fr.B[:], esz, 1, uint64(8*esz))
+				old := fr.C
+				runFrame(t, fn, fr)
+				res := make([]byte, 64)
+				for i := 0; i < 64/esz; i++ {
+					put(res, esz, i, rot(esz, get(fr.A[:], esz, i), get(fr.B[:], esz, i), left))
+				}
+				checkOut(t, insn, fr.Out, masked(res, old[:], fr.K, esz, 64, true))
+			}
+		}
+	}
 }
