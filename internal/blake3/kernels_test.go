@@ -122,7 +122,7 @@ func TestGoKernelsMatchScalar(t *testing.T) {
 // TestAsmKernels: the assembly kernels this CPU runs against the Go ones.
 func TestAsmKernels(t *testing.T) {
 	if asmKernels == nil {
-		t.Skip("no assembly kernels run natively here (a build without them, or a CPU without AVX-512): TestSimKernels tests them")
+		t.Skip("no assembly kernels run natively here (a build without them, or a CPU without AVX-512 or with it turned off by GODEBUG): TestSimKernels runs them under x86sim where the build has them")
 	}
 	compareKernels(t, asmKernels, 200)
 }
