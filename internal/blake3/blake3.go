@@ -117,49 +117,80 @@ func (h *hasher) Write(p []byte) (int, error) {
 			return n, nil
 		}
 		// h.buf is full and more follows: none of its chunks is the root.
-		h.subtree(h.buf[:], 1)
+		h.k.chunks(&iv, &h.buf, h.chunks, 0, (*[batch][8]uint32)(h.cvs[:batch]))
+		h.reduce(&h.tree, []int{batch})
 		h.n = 0
 	}
 	for len(p) > batchLen {
-		// The largest subtree, in kernel calls, that leaves a byte for
-		// the end and starts at a multiple of its own size (every
-		// subtree of the BLAKE3 tree does).
-		g := min((len(p)-1)/batchLen, maxGroups)
-		s := 1 << (bits.Len(uint(g)) - 1)
-		for h.chunks/batch&uint64(s-1) != 0 {
-			s >>= 1
+		// Up to maxGroups kernel calls that leave a byte for the end,
+		// cut into subtrees: each the largest that fits and starts at a
+		// multiple of its own size, as every subtree of the BLAKE3
+		// tree does.
+		var sizes [maxSubtrees]int
+		ns, groups := 0, 0
+		avail := min((len(p)-1)/batchLen, maxGroups)
+		for at := h.chunks / batch; groups < avail; ns++ {
+			s := 1 << (bits.Len(uint(avail-groups)) - 1)
+			for (at+uint64(groups))&uint64(s-1) != 0 {
+				s >>= 1
+			}
+			sizes[ns] = s * batch
+			groups += s
 		}
-		h.subtree(p[:s*batchLen], s)
-		p = p[s*batchLen:]
+		for g := range groups {
+			h.k.chunks(&iv, (*[batchLen]byte)(p[g*batchLen:]), h.chunks+uint64(g*batch), 0, (*[batch][8]uint32)(h.cvs[g*batch:]))
+		}
+		h.reduce(&h.tree, sizes[:ns])
+		p = p[groups*batchLen:]
 	}
 	h.n = copy(h.buf[:], p)
 	return n, nil
 }
 
-// subtree hashes in, groups*16 whole chunks (groups a power of two, at
-// most maxGroups) starting at chunk h.chunks, to one chaining value and
-// pushes it.
-func (h *hasher) subtree(in []byte, groups int) {
-	for g := range groups {
-		h.k.chunks(&iv, (*[batchLen]byte)(in[g*batchLen:]), h.chunks+uint64(g*batch), 0, (*[batch][8]uint32)(h.cvs[g*batch:]))
-	}
-	h.push(h.cvs[0], h.reduce(groups*batch))
-}
+// maxSubtrees bounds the subtrees Write cuts a run of at most maxGroups
+// kernel calls into: sizes rising to the alignment, then falling, at
+// most two of each power of two up to maxGroups.
+const maxSubtrees = 2 * 7
 
-// reduce merges the n chaining values of h.cvs (n a power of two) to the
-// root of their subtree, h.cvs[0], and returns log2(n). Each level of
-// parents is formed 16 at a time in place; the last levels (8, 4, 2, 1
-// parents) take a kernel call each, whose other lanes hash stale values
-// that are not read (h.cvs always has the 32 values a call reads).
-func (h *hasher) reduce(n int) int {
-	level := 0
-	for ; n > 1; n /= 2 {
+// reduce merges the chaining values in h.cvs, subtrees of sizes[i]
+// values (powers of two) one after another that start at chunk t.chunks,
+// to each subtree's root, and pushes those in order onto t. The subtrees'
+// levels are formed together, 16 parents a kernel call, so that a run of
+// small subtrees does not cost a call a level each; a subtree that is
+// down to its root leaves the array, which closes up. A call's lanes past
+// the last parent hash stale values and write past the level's parents,
+// where nothing is read (h.cvs always has the 32 values a call reads).
+func (h *hasher) reduce(t *tree, sizes []int) {
+	var roots [maxSubtrees][8]uint32
+	var levels [maxSubtrees]int
+	var done [maxSubtrees]bool
+	for level := 0; ; level++ {
+		n, off := 0, 0 // the values' count after and before closing up
+		for i, s := range sizes {
+			switch {
+			case done[i]:
+				continue
+			case s == 1:
+				roots[i], levels[i], done[i] = h.cvs[off], level, true
+			default:
+				copy(h.cvs[n:], h.cvs[off:off+s])
+				n += s
+			}
+			off += s
+		}
+		if n == 0 {
+			break
+		}
 		for i := 0; i < n/2; i += batch {
 			h.k.parents(&iv, (*[2 * batch][8]uint32)(h.cvs[2*i:]), 0, (*[batch][8]uint32)(h.cvs[i:]))
 		}
-		level++
+		for i := range sizes {
+			sizes[i] /= 2
+		}
 	}
-	return level
+	for i := range sizes {
+		t.push(roots[i], levels[i])
+	}
 }
 
 // Sum appends the digest of the input so far to b. It does not change the
@@ -171,26 +202,27 @@ func (h *hasher) Sum(b []byte) []byte {
 	nc := max((h.n+chunkLen-1)/chunkLen, 1)
 	last := h.buf[(nc-1)*chunkLen : h.n]
 	whole := h.n / chunkLen // the last one too if it is whole
-	var cvs [batch][8]uint32
 	if whole >= sumKernelMin {
 		// Lanes past the whole chunks hash the last chunk's bytes, or
 		// stale ones, and are not read.
 		h.k.chunks(&iv, &h.buf, t.chunks, 0, (*[batch][8]uint32)(h.cvs[:batch]))
-		cvs = [batch][8]uint32(h.cvs[:batch])
 	} else {
 		for i := range whole {
-			cvs[i] = chunkCV((*[chunkLen]byte)(h.buf[i*chunkLen:]), t.chunks+uint64(i), 0)
+			h.cvs[i] = chunkCV((*[chunkLen]byte)(h.buf[i*chunkLen:]), t.chunks+uint64(i), 0)
 		}
 	}
+	lastCV := h.cvs[nc-1] // if the last chunk is whole
 	// The chunks before the last go on the stack as subtrees of 8, 4,
 	// 2 and 1 chunks (t.chunks is a multiple of 16).
-	for s, i := batch/2, 0; s > 0; s /= 2 {
+	var sizes [4]int
+	ns := 0
+	for s := batch / 2; s > 0; s /= 2 {
 		if (nc-1)&s != 0 {
-			copy(h.cvs[:s], cvs[i:i+s])
-			t.push(h.cvs[0], h.reduce(s))
-			i += s
+			sizes[ns] = s
+			ns++
 		}
 	}
+	h.reduce(&t, sizes[:ns])
 
 	var m [16]uint32
 	var cv [8]uint32
@@ -200,7 +232,7 @@ func (h *hasher) Sum(b []byte) []byte {
 		// A whole last chunk that is not the root: its chaining value
 		// is hashed already, and the top parent is the root.
 		copy(m[:8], t.stack[t.depth-1][:])
-		copy(m[8:], cvs[nc-1][:])
+		copy(m[8:], lastCV[:])
 		t.depth--
 		cv, n, flags = iv, blockLen, parentFlag
 	} else {
