@@ -8,7 +8,7 @@
 //
 // Both kernels compress 16 independent blocks at once, one per 32-bit lane
 // of the zmm registers, by the specification's compression function
-// (https://github.com/BLAKE3-team/BLAKE3-specs/blob/ea51a3ac997288bf690ee82ac9cfc8b3e0e60f2a/blake3.pdf,
+// (https://github.com/BLAKE3-team/BLAKE3-specs/blob/master/blake3.pdf (not pinned: no commit of it was at hand offline),
 // section 2.2): the 16 state words in 16 registers and the 16 message
 // words in the other 16, so a round is VPADDD, VPXORD and VPRORD on
 // registers alone, and the message permutation between rounds only renames
