@@ -27,8 +27,8 @@ func TestBlobBuf(t *testing.T) {
 // TestWriterSpliceBytes reserves room for blobs and writes them at once
 // from several goroutines, some in BlobBuf buffers with stale bytes past
 // their length, some in plain slices, through splice and with pwrite, with
-// the file preallocated and a background write-back after every write or
-// not, and wants the same file, checksums that Verify accepts, and the
+// the file preallocated, a background write-back after every write and
+// SyncSoon before Commit, or neither, and wants the same file, checksums that Verify accepts, and the
 // stale bytes not in it.
 func TestWriterSpliceBytes(t *testing.T) {
 	sizes := []int{1, 4095, 4096, 4097, 0, 10000, 3 * 4096, 65537, 3<<20 + 5}
@@ -95,9 +95,14 @@ func TestWriterSpliceBytes(t *testing.T) {
 		if splice && w.noSplice.Load() {
 			t.Logf("%s: the file system refuses splice; only the pwrite path is tested", p)
 		}
+		if prealloc {
+			w.SyncSoon() // as Run does before the tokenizer's blob
+			w.SyncSoon()
+		}
 		if err := w.Commit(m); err != nil {
 			t.Fatal(err)
 		}
+		w.SyncSoon() // after Commit: nothing to do, and no send on the closed request channel
 		f, err := Open(p)
 		if err != nil {
 			t.Fatal(err)

@@ -38,16 +38,16 @@ import (
 // gone to it (sync_file_range, SYNC_FILE_RANGE_WRITE: it starts the
 // writes, it waits for nothing), and syncs the file each time flushEvery
 // more have (fdatasync), so that the disk works while the blobs are being
-// made and the sync in Commit finds little left to do: on the development
-// VM, whose virtual disk caches writes, syncing a whole 1 GB file at the
-// end took 0.4-0.6 s, and the last 128 MiB take 0.03 s. The page cache
-// and this write-back get 1 GB to the disk of the development VM as fast
-// as cp and sync do (0.8-1.1 s); the O_DIRECT writes used before, with the
-// same background syncs, took 0.9-1.8 s for the same bytes with no other
-// work. Packing the 1 GB Q4_0 test model took 1.06-1.10 s (best of 8) and
-// 1.14-1.19 s (median) this way, 1.20-1.25 s and 1.32-1.33 s with O_DIRECT
-// (interleaved rounds; more syncs, every 64 MiB, or write-backs, every
-// 16 MiB, were no faster, fewer syncs were slower).
+// made and the sync in Commit finds little left to do. The development
+// VM's virtual disk caches writes, and a sync there costs 0.7-0.9 ms a MiB
+// written since the last (1 GB: 0.7-0.8 s), during which the writes sent
+// after it wait: a 1 GB pack keeps that disk busy from its first blob to
+// its end, and the syncs, spread over the pack, are what bounds it. Syncs
+// every 64 MiB gave packs of 0.96 s (median of 12, interleaved; 0.83-1.12)
+// against 0.985 every 32 MiB and 1.00 every 128 MiB; the O_DIRECT writes
+// used before, with the same background syncs, took 0.9-1.8 s for the
+// same bytes with no other work, and 1.20-1.25 s for a pack that took
+// 1.06-1.10 s through the page cache.
 type Writer struct {
 	path     string
 	tmp      *os.File
@@ -58,6 +58,8 @@ type Writer struct {
 	spliceMu sync.Mutex // one splice at a time (they would take the inode lock in turn anyway)
 	pipe     [2]int     // the pipe of spliceAt, read and write ends; pipe[0] < 0 when not open
 
+	written  atomic.Int64  // bytes written so far
+	syncNow  atomic.Bool   // SyncSoon was called: the syncer's next turn syncs
 	unsynced atomic.Int64  // bytes written since the last background write-back was asked for
 	syncReq  chan struct{} // asks the syncer for a write-back (capacity 1)
 	syncDone chan struct{} // closed when the syncer has stopped
@@ -68,7 +70,7 @@ type Writer struct {
 // syncEvery is the number of bytes between background write-backs, and
 // flushEvery between background syncs (variables so that the tests can
 // make every write ask for one).
-var syncEvery, flushEvery int64 = 32 << 20, 128 << 20
+var syncEvery, flushEvery int64 = 32 << 20, 64 << 20
 
 // firstSync is the number of bytes written before the first background
 // write-back is asked for (syncEvery, if smaller): the disk starts on the
@@ -98,31 +100,55 @@ func Create(path string) (*Writer, error) {
 }
 
 // syncer starts the write-back of the file's dirty pages each time it is
-// asked to, and every flushEvery bytes syncs the file instead (fdatasync)
-// and drops the pages that sync has cleaned from the page cache
+// asked to, and syncs the file instead (fdatasync) when flushEvery bytes
+// have been written since its last sync began, or when SyncSoon asked, and
+// drops the pages that sync has cleaned from the page cache
 // (dropCached, which Commit does for the rest: dropped there all at once,
 // the pages of 1 GB took 30-48 ms at the end of a pack on the development
 // VM, when nothing else was left to do), until stopSyncer. It keeps the
 // first error for Commit: a write-back error is reported once per open
 // file, so the final sync in Commit, on the same file, would not see an
 // error that a background sync has already taken.
+//
+// It counts the bytes written, not the requests it took: requests that
+// come while it syncs are one pending request, and counting requests had
+// the syncs of a 1 GB pack on the development VM (each 100-130 ms, while
+// the pipeline wrote another 130-170 MB) 230-390 MB apart rather than the
+// 128 MiB asked for then, and left that much for Commit's sync.
 func (w *Writer) syncer() {
 	defer close(w.syncDone)
-	var n int64
+	var synced int64 // the bytes written when the last background sync began
 	for range w.syncReq {
-		n += syncEvery
 		fd := int(w.tmp.Fd())
-		if n < flushEvery {
-			if err := unix.SyncFileRange(fd, 0, 0, unix.SYNC_FILE_RANGE_WRITE); err != nil && w.syncErr == nil {
-				w.syncErr = &os.PathError{Op: "sync_file_range", Path: w.tmp.Name(), Err: err}
+		now := w.syncNow.Swap(false)
+		if n := w.written.Load(); n-synced >= flushEvery || now && n > synced {
+			synced = n
+			if err := unix.Fdatasync(fd); err != nil && w.syncErr == nil {
+				w.syncErr = &os.PathError{Op: "fdatasync", Path: w.tmp.Name(), Err: err}
 			}
+			dropCached(w.tmp)
 			continue
 		}
-		n = 0
-		if err := unix.Fdatasync(fd); err != nil && w.syncErr == nil {
-			w.syncErr = &os.PathError{Op: "fdatasync", Path: w.tmp.Name(), Err: err}
+		if err := unix.SyncFileRange(fd, 0, 0, unix.SYNC_FILE_RANGE_WRITE); err != nil && w.syncErr == nil {
+			w.syncErr = &os.PathError{Op: "sync_file_range", Path: w.tmp.Name(), Err: err}
 		}
-		dropCached(w.tmp)
+	}
+}
+
+// SyncSoon asks the background syncer to sync what has been written so far
+// as soon as it is free, and returns at once: a caller that has written
+// the bulk of the file and has work left that writes little (the
+// tokenizer's blob, the manifest) lets the disk take the bulk meanwhile,
+// so that the sync in Commit finds little left. Like AddBlob, it is for the
+// goroutine that calls Commit, before Commit or Abort.
+func (w *Writer) SyncSoon() {
+	if w.tmp == nil {
+		return
+	}
+	w.syncNow.Store(true)
+	select {
+	case w.syncReq <- struct{}{}:
+	default: // a request is pending: the syncer sees syncNow when it takes it
 	}
 }
 
@@ -137,6 +163,7 @@ func (w *Writer) stopSyncer() error {
 // wrote counts n bytes written and asks the syncer for a write-back each
 // time syncEvery more have been written.
 func (w *Writer) wrote(n int64) {
+	w.written.Add(n)
 	if w.unsynced.Add(n) < syncEvery {
 		return
 	}
