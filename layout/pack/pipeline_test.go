@@ -92,7 +92,8 @@ func packWith(t *testing.T, stage func(context.Context, *Options, *layout.GGUF, 
 
 // TestPipelineBytes packs generated models of several types with the
 // pipeline and with the serial reference and wants the same bytes and the
-// same progress calls, with the in-flight budget as it is and so small that
+// same progress calls (the vocabulary built beside the tensors for one of
+// the two and after them for the other), with the in-flight budget as it is and so small that
 // every entry outgrows the arenas (each then runs alone), each with
 // entries whole and in pieces of a few KiB (pieces: runs of column groups,
 // runs of bytes off the pages' bounds). The generated models store fused
@@ -109,8 +110,8 @@ func TestPipelineBytes(t *testing.T) {
 		models = append(models, in)
 	}
 	models = append(models, filepath.Join("../../../shared/fixtures/models", "tiny-llama-q4_k_m.gguf"))
-	saved, savedPiece := inFlight, pieceBytes
-	defer func() { inFlight, pieceBytes = saved, savedPiece }()
+	saved, savedPiece, savedAfter := inFlight, pieceBytes, vocabAfter
+	defer func() { inFlight, pieceBytes, vocabAfter = saved, savedPiece, savedAfter }()
 	for _, c := range [][2]int64{{saved, savedPiece}, {1 << 10, savedPiece}, {saved, 5000}, {1 << 10, 5000}} {
 		budget := c[0]
 		inFlight, pieceBytes = c[0], c[1]
@@ -123,7 +124,12 @@ func TestPipelineBytes(t *testing.T) {
 			if i%3 == 1 {
 				target = "xdna1"
 			}
+			// The vocabulary's blob is built beside the tensor stage for one
+			// and after it for the other, in turn (vocabAfter).
+			after := i%2 == 0
+			vocabAfter = func() bool { return after }
 			want, wantProgress := packWith(t, writeTensorsSerial, in, target, fuse)
+			after = !after
 			got, gotProgress := packWith(t, writeTensorsPipelined, in, target, fuse)
 			if !bytes.Equal(got, want) {
 				t.Fatalf("%s (budget %d, pieces of %d): the pipeline's %d bytes differ from the serial writer's %d", in, budget, pieceBytes, len(got), len(want))
@@ -457,4 +463,67 @@ func TestArena(t *testing.T) {
 	}
 	a.put(s)
 	a.free()
+}
+
+// TestBadVocabulary packs a model whose vocabulary cannot be built, with the
+// vocabulary built beside the tensor stage and after it (vocabAfter): both
+// fail with the tokenizer's error naming the input, and leave nothing
+// behind.
+func TestBadVocabulary(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.gguf")
+	if err := gguftest.WriteModel(good, gguftest.Shape{Arch: "llama", Layers: 2, Dim: 256, FFN: 768, Heads: 4, HeadsKV: 2, Vocab: 700, Type: planar.Q4_0, Seed: 6}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := layout.OpenGGUF(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kvs []gguftest.KV
+	for _, x := range g.KV {
+		if strings.HasPrefix(x.Key, "general.alignment") {
+			continue
+		}
+		k, err := gguftest.FromKV(x.Key, x.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.Key == "tokenizer.ggml.model" {
+			k.Value = "bogus"
+		}
+		kvs = append(kvs, k)
+	}
+	f, err := os.Open(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ts []gguftest.Tensor
+	for i := range g.Tensors {
+		x := &g.Tensors[i]
+		b := make([]byte, x.Size)
+		if err := g.ReadTensor(f, x, b); err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, gguftest.Tensor{Name: x.Name, Type: x.Type, Dims: x.Dims, Data: b})
+	}
+	in := filepath.Join(dir, "bad.gguf")
+	if err := gguftest.Write(in, kvs, ts); err != nil {
+		t.Fatal(err)
+	}
+	saved := vocabAfter
+	defer func() { vocabAfter = saved }()
+	for _, after := range []bool{false, true} {
+		vocabAfter = func() bool { return after }
+		out := filepath.Join(dir, "bad.xdna")
+		_, err := Run(context.Background(), &Options{Input: in, Output: out, Target: "xdna2", Catalog: kernelsel.Default(), CPUMaxN: 256})
+		if err == nil || !strings.Contains(err.Error(), in+": tokenizer: ") || !strings.Contains(err.Error(), "bogus") {
+			t.Errorf("vocabulary after the tensors %v: err %v, want %q and the model's name", after, err, in+": tokenizer: ")
+		}
+		left, _ := filepath.Glob(filepath.Join(dir, "*.xdna*"))
+		left2, _ := filepath.Glob(filepath.Join(dir, ".*"))
+		if len(left)+len(left2) > 0 {
+			t.Errorf("vocabulary after the tensors %v: left behind %v %v", after, left, left2)
+		}
+	}
 }
