@@ -19,7 +19,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/zeebo/blake3"
+	"github.com/xdna-go/xdna/internal/blake3"
 )
 
 // Root returns the cache root: $XDG_CACHE_HOME/xdna, else $HOME/.cache/xdna.

@@ -4,8 +4,8 @@
 // New returns a hash.Hash whose digests are exactly those of
 // github.com/zeebo/blake3 (the reference the tests compare with) for every
 // input and every way of splitting the writes. The tree follows the BLAKE3
-// specification (https://github.com/BLAKE3-team/BLAKE3-specs/blob/master/blake3.pdf (not pinned: no commit of it was at hand offline),
-// sections 2.1-2.6 and 5.1): 1024-byte chunks of 64-byte blocks, each chunk
+// specification (BLAKE3-team/BLAKE3-specs, blake3.pdf, sections 2.1-2.6
+// and 5.1): 1024-byte chunks of 64-byte blocks, each chunk
 // compressed from the key with its chunk counter, parents over pairs of
 // chaining values, the root compressed with the ROOT flag.
 //

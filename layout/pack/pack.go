@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/zeebo/blake3"
+	"github.com/xdna-go/xdna/internal/blake3"
 
 	"github.com/xdna-go/xdna/arch"
 	"github.com/xdna-go/xdna/kernelsel"
