@@ -208,7 +208,7 @@ func (h *hasher) Sum(b []byte) []byte {
 		h.k.chunks(&iv, &h.buf, t.chunks, 0, (*[batch][8]uint32)(h.cvs[:batch]))
 	} else {
 		for i := range whole {
-			h.cvs[i] = chunkCV((*[chunkLen]byte)(h.buf[i*chunkLen:]), t.chunks+uint64(i), 0)
+			h.cvs[i] = chunkCV(&iv, (*[chunkLen]byte)(h.buf[i*chunkLen:]), t.chunks+uint64(i), 0)
 		}
 	}
 	lastCV := h.cvs[nc-1] // if the last chunk is whole
@@ -278,9 +278,10 @@ func loadBlock(m *[16]uint32, b *[blockLen]byte) {
 	}
 }
 
-// chunkCV is the chaining value of a whole chunk that is not the root.
-func chunkCV(c *[chunkLen]byte, counter uint64, flags uint32) [8]uint32 {
-	cv := iv
+// chunkCV is the chaining value of a whole chunk that is not the root,
+// hashed from key.
+func chunkCV(key *[8]uint32, c *[chunkLen]byte, counter uint64, flags uint32) [8]uint32 {
+	cv := *key
 	var m [16]uint32
 	for b := range chunkLen / blockLen {
 		f := flags

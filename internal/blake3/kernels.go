@@ -24,21 +24,8 @@ var goKernels = &kernels{name: "go", chunks: hashChunksGo, parents: hashParentsG
 // hashChunksGo is the reference of kernels.chunks: chunk by chunk, block
 // by block.
 func hashChunksGo(key *[8]uint32, in *[batchLen]byte, counter uint64, flags uint32, out *[batch][8]uint32) {
-	var m [16]uint32
 	for i := range batch {
-		cv := *key
-		for b := range chunkLen / blockLen {
-			f := flags
-			if b == 0 {
-				f |= chunkStart
-			}
-			if b == chunkLen/blockLen-1 {
-				f |= chunkEnd
-			}
-			loadBlock(&m, (*[blockLen]byte)(in[i*chunkLen+b*blockLen:]))
-			cv = compress(&cv, &m, counter+uint64(i), blockLen, f)
-		}
-		out[i] = cv
+		out[i] = chunkCV(key, (*[chunkLen]byte)(in[i*chunkLen:]), counter+uint64(i), flags)
 	}
 }
 

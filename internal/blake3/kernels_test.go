@@ -99,18 +99,13 @@ func compareKernels(t *testing.T, k *kernels, n int) {
 	}
 }
 
-// TestGoKernelsMatchScalar: the Go kernels against chunkCV and parentCV
-// (a check of the reference itself, lane by lane).
+// TestGoKernelsMatchScalar: the Go parent kernel against parentCV (a check
+// of the reference itself, lane by lane; the Go chunk kernel is chunkCV
+// lane by lane).
 func TestGoKernelsMatchScalar(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	c := randKernelCase(rng, 3) // counter 2^32-1: lane 1 on carry
+	c := randKernelCase(rng, 3)
 	var out [batch][8]uint32
-	hashChunksGo(&iv, &c.chunks, c.counter, 0, &out)
-	for i := range batch {
-		if want := chunkCV((*[chunkLen]byte)(c.chunks[i*chunkLen:]), c.counter+uint64(i), 0); out[i] != want {
-			t.Fatalf("chunk %d: %x, chunkCV %x", i, out[i], want)
-		}
-	}
 	hashParentsGo(&iv, &c.cvs, 0, &out)
 	for i := range batch {
 		if want := parentCV(&c.cvs[2*i], &c.cvs[2*i+1], 0); out[i] != want {
