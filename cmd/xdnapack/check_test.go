@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/layout/gguftest"
 )
 
@@ -14,39 +13,7 @@ import (
 // (nil: unchanged) and without the tensors drop says.
 func variant(t *testing.T, src, dst string, kv func([]gguftest.KV) []gguftest.KV, drop func(string) bool) {
 	t.Helper()
-	g, err := layout.OpenGGUF(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.Open(src)
-	defer f.Close()
-	var kvs []gguftest.KV
-	for _, x := range g.KV {
-		if strings.HasPrefix(x.Key, "general.alignment") {
-			continue
-		}
-		k, err := gguftest.FromKV(x.Key, x.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kvs = append(kvs, k)
-	}
-	if kv != nil {
-		kvs = kv(kvs)
-	}
-	var ts []gguftest.Tensor
-	for i := range g.Tensors {
-		x := &g.Tensors[i]
-		if drop != nil && drop(x.Name) {
-			continue
-		}
-		b := make([]byte, x.Size)
-		if err := g.ReadTensor(f, x, b); err != nil {
-			t.Fatal(err)
-		}
-		ts = append(ts, gguftest.Tensor{Name: x.Name, Type: x.Type, Dims: x.Dims, Data: b})
-	}
-	if err := gguftest.Write(dst, kvs, ts); err != nil {
+	if err := gguftest.Rewrite(src, dst, kv, drop); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/planar"
 )
 
@@ -451,4 +452,48 @@ func FromKV(key string, v any) (KV, error) {
 		return KV{key, out}, nil
 	}
 	return KV{}, fmt.Errorf("gguftest: %q: cannot write %T", key, v)
+}
+
+// Rewrite writes dst, a copy of the GGUF file src with its metadata edited
+// by kv (nil: unchanged) and without the tensors drop says (nil: none),
+// for tests of what a model that differs from a good one in one way does.
+// The metadata goes through layout's normalised values (FromKV); the
+// alignment is Write's.
+func Rewrite(src, dst string, kv func([]KV) []KV, drop func(name string) bool) error {
+	g, err := layout.OpenGGUF(src)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var kvs []KV
+	for _, x := range g.KV {
+		if strings.HasPrefix(x.Key, "general.alignment") {
+			continue
+		}
+		k, err := FromKV(x.Key, x.Value)
+		if err != nil {
+			return err
+		}
+		kvs = append(kvs, k)
+	}
+	if kv != nil {
+		kvs = kv(kvs)
+	}
+	var ts []Tensor
+	for i := range g.Tensors {
+		x := &g.Tensors[i]
+		if drop != nil && drop(x.Name) {
+			continue
+		}
+		b := make([]byte, x.Size)
+		if err := g.ReadTensor(f, x, b); err != nil {
+			return err
+		}
+		ts = append(ts, Tensor{Name: x.Name, Type: x.Type, Dims: x.Dims, Data: b})
+	}
+	return Write(dst, kvs, ts)
 }
