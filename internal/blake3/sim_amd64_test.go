@@ -17,7 +17,8 @@ import (
 // kernels' functions.
 var simImage struct {
 	once            sync.Once
-	err             error
+	err             error // the binary cannot be simulated here: a skip
+	funcErr         error // a kernel the simulator cannot take: a failure
 	chunks, parents *x86sim.Func
 }
 
@@ -40,16 +41,21 @@ func simKernels(tb testing.TB) *kernels {
 		}
 		pkg := reflect.TypeOf(kernels{}).PkgPath()
 		if simImage.chunks, err = img.Func(pkg + ".hashChunksAVX512.abi0"); err != nil {
-			simImage.err = err
+			simImage.funcErr = err
 			return
 		}
-		simImage.parents, simImage.err = img.Func(pkg + ".hashParentsAVX512.abi0")
+		simImage.parents, simImage.funcErr = img.Func(pkg + ".hashParentsAVX512.abi0")
 	})
 	if errors.Is(simImage.err, x86sim.ErrNoObjdump) {
 		tb.Skipf("x86sim: %v: the AVX-512 kernels are not tested under the simulator", simImage.err)
 	}
 	if simImage.err != nil {
 		tb.Skipf("x86sim cannot run this binary (%v): the AVX-512 kernels are not tested under the simulator", simImage.err)
+	}
+	if simImage.funcErr != nil {
+		// This build has the kernels (the file's build constraint): the
+		// simulator must take them.
+		tb.Fatalf("x86sim: %v", simImage.funcErr)
 	}
 	p := x86sim.Ptr
 	return &kernels{
