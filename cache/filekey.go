@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xdna-go/xdna/internal/atomicfile"
 )
 
 // FileKey returns the key (Key) of the file f, whose content r reads from
@@ -107,22 +108,7 @@ func readKey(memo string, st stat) (string, bool) {
 // writeKey writes r to memo (a temporary file renamed into place); it
 // gives up quietly on an error, leaving no temporary file.
 func writeKey(memo string, r keyRecord) {
-	b, err := json.Marshal(r)
-	if err != nil || os.MkdirAll(filepath.Dir(memo), 0o755) != nil {
-		return
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(memo), ".key-*")
-	if err != nil {
-		return
-	}
-	_, err = tmp.Write(append(b, '\n'))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), memo)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if b, err := json.Marshal(r); err == nil {
+		atomicfile.Write(memo, append(b, '\n'), 0o600)
 	}
 }

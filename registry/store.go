@@ -19,6 +19,7 @@ import (
 	"oras.land/oras-go/v2/content"
 
 	"github.com/xdna-go/xdna/cache"
+	"github.com/xdna-go/xdna/internal/atomicfile"
 	"github.com/xdna-go/xdna/layout"
 )
 
@@ -291,25 +292,10 @@ func (s *Store) unpack(layer ocispec.Descriptor) error {
 	return os.Rename(tmp.Name(), dst)
 }
 
-// writeAtomic writes data to path through a temporary file in tmp/.
+// writeAtomic writes data to path through a temporary file in tmp/, with
+// the permissions of the layers the store writes there (0600).
 func writeAtomic(s *Store, path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Join(s.Dir, "tmp"), "write.*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteVia(filepath.Join(s.Dir, "tmp"), path, data, 0o600)
 }
 
 // Resolve returns the model ref names in the store, without contacting

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdna-go/xdna/internal/atomicfile"
 	"github.com/xdna-go/xdna/runtime/npu/design"
 	"github.com/xdna-go/xdna/target"
 )
@@ -234,24 +235,6 @@ func otherTarget(s string, t *target.Target) string {
 	return ""
 }
 
-// writeAtomic writes b to path through a temporary file in its directory.
-func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
-}
+// writeAtomic writes b to path (0644) through a temporary file in its
+// directory.
+func writeAtomic(path string, b []byte) error { return atomicfile.Write(path, b, 0o644) }

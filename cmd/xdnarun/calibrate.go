@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/xdna-go/xdna/cache"
+	"github.com/xdna-go/xdna/internal/atomicfile"
 	"github.com/xdna-go/xdna/kernelsel"
 	"github.com/xdna-go/xdna/layout"
 	"github.com/xdna-go/xdna/runtime/npu"
@@ -107,7 +107,7 @@ func runCalibrate(ctx context.Context, o *calibrateOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(path, append(b, '\n')); err != nil {
+	if err := atomicfile.Write(path, append(b, '\n'), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.stdout, "wrote %s\n", path)
@@ -137,29 +137,4 @@ func readCalibration(target, device string) (*npu.Calibration, string, error) {
 		return nil, path, nil
 	}
 	return c, path, err
-}
-
-// writeAtomic writes data to path through a temporary file and a rename.
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
