@@ -302,15 +302,14 @@ func Run(ctx context.Context, opt *Options) (*Plan, error) {
 		}
 		return vocabBlob{b, err}
 	}
-	vocab := make(chan vocabBlob, 1)
+	// vocab carries the blob built beside the tensor stage; nil when there
+	// is no vocabulary, or when it is built after that stage.
+	var vocab chan vocabBlob
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
 	_, hasVocab := g.Strings("tokenizer.ggml.tokens")
-	after := vocabAfter()
-	switch {
-	case !hasVocab:
-		vocab <- vocabBlob{}
-	case !after:
+	if hasVocab && !vocabAfter() {
+		vocab = make(chan vocabBlob, 1)
 		go func() {
 			vb := buildVocab()
 			if vb.err != nil {
@@ -320,14 +319,14 @@ func Run(ctx context.Context, opt *Options) (*Plan, error) {
 		}()
 	}
 	err = writeTensors(tctx, opt, g, src, plan, w, m, digest)
-	if hasVocab && after {
-		if err != nil {
-			return nil, err
-		}
+	var vb vocabBlob
+	switch {
+	case vocab != nil:
+		vb = <-vocab
+	case hasVocab && err == nil:
 		w.SyncSoon()
-		vocab <- buildVocab()
+		vb = buildVocab()
 	}
-	vb := <-vocab
 	if vb.err != nil {
 		return nil, fmt.Errorf("%s: tokenizer: %w", opt.Input, vb.err)
 	}
