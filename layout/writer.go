@@ -60,7 +60,6 @@ type Writer struct {
 
 	written  atomic.Int64  // bytes written so far
 	syncNow  atomic.Bool   // SyncSoon was called: the syncer's next turn syncs
-	unsynced atomic.Int64  // bytes written since the last background write-back was asked for
 	syncReq  chan struct{} // asks the syncer for a write-back (capacity 1)
 	syncDone chan struct{} // closed when the syncer has stopped
 	syncErr  error         // the first background write-back error (read after syncDone)
@@ -94,7 +93,6 @@ func Create(path string) (*Writer, error) {
 	}
 	w := &Writer{path: path, tmp: tmp, off: BlobAlign, pipe: [2]int{-1, -1}, syncReq: make(chan struct{}, 1), syncDone: make(chan struct{})}
 	w.noSplice.Store(noSplice)
-	w.unsynced.Store(max(0, syncEvery-firstSync))
 	go w.syncer()
 	return w, nil
 }
@@ -161,13 +159,14 @@ func (w *Writer) stopSyncer() error {
 }
 
 // wrote counts n bytes written and asks the syncer for a write-back each
-// time syncEvery more have been written.
+// time the bytes written pass firstSync (or syncEvery, if smaller) and
+// then each further syncEvery.
 func (w *Writer) wrote(n int64) {
-	w.written.Add(n)
-	if w.unsynced.Add(n) < syncEvery {
+	shift := syncEvery - min(firstSync, syncEvery)
+	end := w.written.Add(n) + shift
+	if (end-n)/syncEvery == end/syncEvery {
 		return
 	}
-	w.unsynced.Store(0)
 	select {
 	case w.syncReq <- struct{}{}:
 	default: // a write-back is pending: it will cover these bytes too
