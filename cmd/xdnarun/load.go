@@ -79,11 +79,7 @@ func load(ctx context.Context, path string, o loadOptions) (*loaded, error) {
 	m := f.Manifest
 	var tokens int
 	if m.Tokenizer.Size > 0 {
-		var v tokenizer.Vocab
-		if err := v.UnmarshalBinary(f.Bytes(m.Tokenizer)); err != nil {
-			return fail(fmt.Errorf("%s: tokenizer: %w", path, err))
-		}
-		if l.tok, err = tokenizer.New(&v); err != nil {
+		if l.tok, err = tokenizer.FromBinary(f.Bytes(m.Tokenizer)); err != nil {
 			return fail(fmt.Errorf("%s: tokenizer: %w", path, err))
 		}
 		tokens = l.tok.NumTokens()

@@ -179,6 +179,36 @@ const MaxMerges = 1 << 23
 // UnmarshalBinary decodes a blob written by MarshalBinary and validates the
 // result (see Validate).
 func (v *Vocab) UnmarshalBinary(data []byte) error {
+	var nv Vocab
+	if err := nv.decode(data); err != nil {
+		return err
+	}
+	if err := nv.Validate(); err != nil {
+		return fmt.Errorf("vocabulary blob: %w", err)
+	}
+	*v = nv
+	return nil
+}
+
+// FromBinary is UnmarshalBinary and then New, with the vocabulary validated
+// once (by New, whose map of the token texts the tokenizer keeps) rather
+// than twice: on a vocabulary of 128 Ki tokens each validation builds a
+// map of them. The errors are UnmarshalBinary's.
+func FromBinary(data []byte) (*Tokenizer, error) {
+	v := new(Vocab)
+	if err := v.decode(data); err != nil {
+		return nil, err
+	}
+	t, err := New(v)
+	if err != nil {
+		return nil, fmt.Errorf("vocabulary blob: %w", err)
+	}
+	return t, nil
+}
+
+// decode is UnmarshalBinary without the validation, into v, a zero Vocab
+// (which it may leave part filled on an error).
+func (v *Vocab) decode(data []byte) error {
 	r := &reader{b: data}
 	if m := r.bytes("magic", len(blobMagic)); r.err == nil && string(m) != blobMagic {
 		r.off = 0
@@ -196,43 +226,42 @@ func (v *Vocab) UnmarshalBinary(data []byte) error {
 			r.fail("flags", "unknown flag bits %#x", fl)
 		}
 	}
-	var nv Vocab
 	if p := r.bytes("special ids", 20); r.err == nil {
-		for i, id := range []*int32{&nv.BOS, &nv.EOS, &nv.UNK, &nv.PAD, &nv.EOT} {
+		for i, id := range []*int32{&v.BOS, &v.EOS, &v.UNK, &v.PAD, &v.EOT} {
 			*id = int32(binary.LittleEndian.Uint32(p[4*i:]))
 		}
 	}
-	nv.Model = r.str("model")
-	nv.Pre = r.str("pre")
-	nv.Name = r.str("name")
-	nv.ChatTemplate = r.str("chat template")
+	v.Model = r.str("model")
+	v.Pre = r.str("pre")
+	v.Name = r.str("name")
+	v.ChatTemplate = r.str("chat template")
 	n := r.count("token count", 1, MaxTokens)
 	if r.err == nil {
-		nv.Tokens = make([]string, n)
-		for i := range nv.Tokens {
-			nv.Tokens[i] = r.str("token")
+		v.Tokens = make([]string, n)
+		for i := range v.Tokens {
+			v.Tokens[i] = r.str("token")
 		}
 	}
 	if fl&flagScores != 0 {
 		if p := r.bytes("scores", 4*n); r.err == nil {
-			nv.Scores = make([]float32, n)
-			for i := range nv.Scores {
-				nv.Scores[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
+			v.Scores = make([]float32, n)
+			for i := range v.Scores {
+				v.Scores[i] = math.Float32frombits(binary.LittleEndian.Uint32(p[4*i:]))
 			}
 		}
 	}
 	if fl&flagTypes != 0 {
 		if p := r.bytes("token types", n); r.err == nil {
-			nv.Types = make([]int32, n)
-			for i := range nv.Types {
-				nv.Types[i] = int32(p[i])
+			v.Types = make([]int32, n)
+			for i := range v.Types {
+				v.Types[i] = int32(p[i])
 			}
 		}
 	}
 	if m := r.count("merge count", 1, MaxMerges); r.err == nil && m > 0 {
-		nv.Merges = make([]string, m)
-		for i := range nv.Merges {
-			nv.Merges[i] = r.str("merge")
+		v.Merges = make([]string, m)
+		for i := range v.Merges {
+			v.Merges[i] = r.str("merge")
 		}
 	}
 	if r.err == nil && r.rest() != 0 {
@@ -241,12 +270,8 @@ func (v *Vocab) UnmarshalBinary(data []byte) error {
 	if r.err != nil {
 		return r.err
 	}
-	nv.AddBOS = fl&flagAddBOS != 0
-	nv.AddEOS = fl&flagAddEOS != 0
-	nv.AddSpacePrefix = fl&flagAddSpacePrefix != 0
-	if err := nv.Validate(); err != nil {
-		return fmt.Errorf("vocabulary blob: %w", err)
-	}
-	*v = nv
+	v.AddBOS = fl&flagAddBOS != 0
+	v.AddEOS = fl&flagAddEOS != 0
+	v.AddSpacePrefix = fl&flagAddSpacePrefix != 0
 	return nil
 }

@@ -77,17 +77,21 @@ type merge struct {
 // New builds a tokenizer for v. It fails for a model or pre-tokenizer it
 // does not implement, naming it.
 func New(v *Vocab) (*Tokenizer, error) {
-	if err := v.Validate(); err != nil {
+	// Validate, with the map of texts it makes kept.
+	if err := v.validateFields(); err != nil {
+		return nil, err
+	}
+	toID, err := v.index()
+	if err != nil {
 		return nil, err
 	}
 	n := len(v.Tokens)
-	t := &Tokenizer{v: v, texts: make([]string, n), attrs: make([]uint16, n), toID: make(map[string]int32, n)}
+	t := &Tokenizer{v: v, texts: make([]string, n), attrs: make([]uint16, n), toID: toID}
 	for i, s := range v.Tokens {
 		if s == "" {
 			s = emptyText(i)
 		}
 		t.texts[i] = s
-		t.toID[s] = int32(i)
 	}
 	switch v.Model {
 	case ModelSPM:

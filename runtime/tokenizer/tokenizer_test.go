@@ -495,7 +495,9 @@ func FuzzEncode(f *testing.F) {
 }
 
 // FuzzUnmarshal: a blob never panics the decoder or New, and what decodes
-// encodes to a blob that decodes to the same vocabulary.
+// encodes to a blob that decodes to the same vocabulary. FromBinary fails
+// where UnmarshalBinary does, with its error, and otherwise gives the
+// tokenizer that New makes of the vocabulary UnmarshalBinary gives.
 func FuzzUnmarshal(f *testing.F) {
 	small := []*Vocab{
 		{Model: ModelSPM, Tokens: []string{"<unk>", "<s>", "</s>", "▁a", "b"}, Scores: []float32{0, 0, 0, -1, -2},
@@ -511,15 +513,41 @@ func FuzzUnmarshal(f *testing.F) {
 		f.Add(b)
 		f.Add(b[:len(b)/2])
 	}
+	// Blobs that decode but do not validate: a duplicate token (the
+	// check that New's map makes), a BOS id out of range, an unknown
+	// pre-tokenizer.
+	for _, v := range []*Vocab{
+		{Model: ModelSPM, Tokens: []string{"a", "b", "a"}, BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1},
+		{Model: ModelSPM, Tokens: []string{"a", "", "[EMPTY_1]"}, BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1},
+		{Model: ModelSPM, Tokens: []string{"a"}, BOS: 1, EOS: -1, UNK: -1, PAD: -1, EOT: -1},
+		{Model: ModelBPE, Pre: "nonesuch", Tokens: []string{"a"}, BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1},
+	} {
+		b, err := v.MarshalBinary()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	f.Add([]byte("XVOC\x01\x00"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var v Vocab
-		if err := v.UnmarshalBinary(data); err != nil {
+		err := v.UnmarshalBinary(data)
+		tb, errB := FromBinary(data)
+		if err != nil {
+			if errB == nil || errB.Error() != err.Error() {
+				t.Fatalf("FromBinary: %v; UnmarshalBinary: %v", errB, err)
+			}
 			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrUnsupported) {
 				t.Fatalf("error %v is neither ErrFormat nor ErrUnsupported", err)
 			}
 			return
+		}
+		if errB != nil {
+			t.Fatalf("FromBinary: %v; UnmarshalBinary took the blob", errB)
+		}
+		if got, want := mustMarshal(t, tb.Vocab()), mustMarshal(t, &v); !bytes.Equal(got, want) {
+			t.Fatal("FromBinary's vocabulary differs from UnmarshalBinary's")
 		}
 		b, err := v.MarshalBinary()
 		if err != nil {
@@ -538,10 +566,13 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 		tk, err := New(&v)
 		if err != nil {
-			return
+			t.Fatalf("New of a vocabulary that UnmarshalBinary validated: %v", err)
 		}
 		for _, s := range []string{"ab a", "<s> b", "\xffa"} {
 			ids := tk.Encode(s, true)
+			if idsB := tb.Encode(s, true); !equalIDs(ids, idsB) {
+				t.Fatalf("Encode(%q): New's tokenizer %v, FromBinary's %v", s, ids, idsB)
+			}
 			for _, id := range ids {
 				if id < 0 || int(id) >= tk.NumTokens() {
 					t.Fatalf("id %d out of range", id)
@@ -551,4 +582,13 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 		tk.ChatPrompt([]Message{{"user", "hi"}}, true)
 	})
+}
+
+func mustMarshal(t *testing.T, v *Vocab) []byte {
+	t.Helper()
+	b, err := v.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

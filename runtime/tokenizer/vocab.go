@@ -195,6 +195,16 @@ func findEOT(tokens []string) int32 {
 // Validate checks that v is consistent: known model, array lengths, ids in
 // range, a BOS/EOS id when they are to be added, no duplicate token text.
 func (v *Vocab) Validate() error {
+	if err := v.validateFields(); err != nil {
+		return err
+	}
+	_, err := v.index()
+	return err
+}
+
+// validateFields is Validate without the check for duplicate texts, which
+// index makes.
+func (v *Vocab) validateFields() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrFormat, fmt.Sprintf(format, a...))
 	}
@@ -231,17 +241,23 @@ func (v *Vocab) Validate() error {
 	if v.AddEOS && v.EOS < 0 {
 		return bad("add_eos_token is true, but there is no EOS token")
 	}
-	seen := make(map[string]int, n)
+	return nil
+}
+
+// index maps each token's text (emptyText for an empty one) to its id,
+// failing on a text that two tokens have.
+func (v *Vocab) index() (map[string]int32, error) {
+	seen := make(map[string]int32, len(v.Tokens))
 	for i, t := range v.Tokens {
 		if t == "" {
 			t = emptyText(i)
 		}
 		if j, dup := seen[t]; dup {
-			return bad("duplicate token %q has ids %d and %d", t, j, i)
+			return nil, fmt.Errorf("%w: duplicate token %q has ids %d and %d", ErrFormat, t, j, i)
 		}
-		seen[t] = i
+		seen[t] = int32(i)
 	}
-	return nil
+	return seen, nil
 }
 
 // emptyText is the text llama.cpp gives an empty token.
