@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"sort"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -244,24 +248,57 @@ func (f *File) Verify() (errs []error) { return f.VerifyExcept(nil) }
 
 // VerifyExcept is Verify but for the blobs for which skip returns true
 // (those the caller reads with ReadBlob, which checks them), named as its
-// errors name them: a tensor's name, "tokenizer" or "slot NAME".
+// errors name them: a tensor's name, "tokenizer" or "slot NAME". skip is
+// called on the calling goroutine; the blobs are checked on up to
+// GOMAXPROCS goroutines, the largest first, and the errors come in the
+// manifest's order.
 func (f *File) VerifyExcept(skip func(what string) bool) (errs []error) {
-	check := func(what string, r BlobRef) {
-		if skip != nil && skip(what) {
-			return
-		}
-		if err := f.checkBlob(what, r); err != nil {
-			errs = append(errs, err)
+	type blob struct {
+		what string
+		r    BlobRef
+		err  error
+	}
+	var bs []blob
+	add := func(what string, r BlobRef) {
+		if skip == nil || !skip(what) {
+			bs = append(bs, blob{what: what, r: r})
 		}
 	}
 	if f.Manifest.Tokenizer.Size > 0 {
-		check("tokenizer", f.Manifest.Tokenizer)
+		add("tokenizer", f.Manifest.Tokenizer)
 	}
 	for _, t := range f.Manifest.Tensors {
-		check(t.Name, t.BlobRef)
+		add(t.Name, t.BlobRef)
 	}
 	for _, s := range f.Manifest.Slots {
-		check("slot "+s.Name, s.BlobRef)
+		add("slot "+s.Name, s.BlobRef)
+	}
+	order := make([]int, len(bs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return bs[order[i]].r.Size > bs[order[j]].r.Size })
+	var next atomic.Int64
+	work := func() {
+		for {
+			k := int(next.Add(1) - 1)
+			if k >= len(order) {
+				return
+			}
+			b := &bs[order[k]]
+			b.err = f.checkBlob(b.what, b.r)
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(bs)) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	for _, b := range bs {
+		if b.err != nil {
+			errs = append(errs, b.err)
+		}
 	}
 	return errs
 }

@@ -2,7 +2,10 @@ package layout_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -68,4 +71,62 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestVerifyOrder: Verify checks the blobs on several goroutines (the
+// largest first) and returns one error per corrupted blob, each naming it,
+// in the manifest's order, whatever the number of goroutines.
+func TestVerifyOrder(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "many.xdna")
+	w, err := layout.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &layout.Manifest{Format: "xdna", Version: layout.ManifestVersion, Creator: "test",
+		Package: layout.Package{Target: "xdna1", Columns: 4, CPUMaxN: 256}, Model: layout.Params{Arch: "llama"}}
+	for i := range 12 {
+		n := 64 << ((i * 5) % 7) // sizes out of the manifest's order
+		b := make([]byte, 4*n)
+		for j := range b {
+			b[j] = byte(i + j)
+		}
+		ref, err := w.AddBlob(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Tensors = append(m.Tensors, layout.TensorEntry{Name: fmt.Sprintf("blk.%d.attn_norm.weight", i), Shape: []int{n}, Type: "F32",
+			Format: layout.FormatRaw, BlobRef: ref, Device: "cpu", Reason: "1-D"})
+	}
+	if err := w.Commit(m); err != nil {
+		t.Fatal(err)
+	}
+	bad := append([]byte(nil), mustRead(t, p)...)
+	var want []string
+	for i, te := range m.Tensors {
+		if i%2 == 1 {
+			bad[te.Offset+te.Size-1] ^= 0x80
+			want = append(want, te.Name)
+		}
+	}
+	if err := os.WriteFile(p, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := layout.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, procs := range []int{1, 2, 5} {
+		old := runtime.GOMAXPROCS(procs)
+		errs := f.Verify()
+		runtime.GOMAXPROCS(old)
+		if len(errs) != len(want) {
+			t.Fatalf("GOMAXPROCS %d: %d errors for %d corrupted blobs: %v", procs, len(errs), len(want), errs)
+		}
+		for i, e := range errs {
+			if !strings.Contains(e.Error(), want[i]) || !strings.Contains(e.Error(), "corrupted") {
+				t.Errorf("GOMAXPROCS %d: error %d is %v, want the corruption of %s", procs, i, e, want[i])
+			}
+		}
+	}
 }
