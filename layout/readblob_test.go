@@ -39,14 +39,7 @@ func TestReadBlob(t *testing.T) {
 
 	bad := append([]byte(nil), mustRead(t, p)...)
 	bad[off] ^= 1
-	if err := os.WriteFile(p, bad, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := layout.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := rewrite(t, p, bad)
 	if err := f.ReadBlob(mat.Name, mat.BlobRef, got); err == nil || !strings.Contains(err.Error(), mat.Name) || !strings.Contains(err.Error(), "corrupted") {
 		t.Errorf("ReadBlob of a corrupted blob: %v", err)
 	}
@@ -62,6 +55,20 @@ func TestReadBlob(t *testing.T) {
 	if errs := f.Verify(); len(errs) != 1 {
 		t.Errorf("Verify: %v", errs)
 	}
+}
+
+// rewrite writes b to the package p and opens it, closed when the test ends.
+func rewrite(t *testing.T, p string, b []byte) *layout.File {
+	t.Helper()
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := layout.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 func mustRead(t *testing.T, p string) []byte {
@@ -108,14 +115,7 @@ func TestVerifyOrder(t *testing.T) {
 			want = append(want, te.Name)
 		}
 	}
-	if err := os.WriteFile(p, bad, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := layout.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := rewrite(t, p, bad)
 	for _, procs := range []int{1, 2, 5} {
 		old := runtime.GOMAXPROCS(procs)
 		errs := f.Verify()
