@@ -199,7 +199,7 @@ func runKernelsMLIR(ctx context.Context, o *kernelsOptions) error {
 			_, err := o.stdout.Write(b.Bytes())
 			return err
 		}
-		return writeAtomic(o.output, b.Bytes())
+		return atomicfile.Write(o.output, b.Bytes(), 0o644)
 	}
 	if o.output == "" || o.output == "-" {
 		return fmt.Errorf("-o: %d slots need a directory to write one SLOT.mlir each into", len(sel))
@@ -218,7 +218,7 @@ func runKernelsMLIR(ctx context.Context, o *kernelsOptions) error {
 		if err := d.MLIR(&b, design.MLIROptions{Object: o.object}); err != nil {
 			return err
 		}
-		if err := writeAtomic(filepath.Join(o.output, d.Name()+".mlir"), b.Bytes()); err != nil {
+		if err := atomicfile.Write(filepath.Join(o.output, d.Name()+".mlir"), b.Bytes(), 0o644); err != nil {
 			return err
 		}
 	}
@@ -234,7 +234,3 @@ func otherTarget(s string, t *target.Target) string {
 	}
 	return ""
 }
-
-// writeAtomic writes b to path (0644) through a temporary file in its
-// directory.
-func writeAtomic(path string, b []byte) error { return atomicfile.Write(path, b, 0o644) }

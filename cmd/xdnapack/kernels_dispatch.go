@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/xdna-go/xdna/internal/atomicfile"
 	"github.com/xdna-go/xdna/planar"
 	"github.com/xdna-go/xdna/runtime/cpu"
 	"github.com/xdna-go/xdna/runtime/npu"
@@ -107,7 +108,7 @@ func runKernelsDispatch(o *dispatchOptions) error {
 	}, "", "  ")
 	for name, b := range map[string][]byte{"insts.bin": txn.Bytes(p.words), "bo0.bin": p.bo0, "bo1.bin": p.bo1,
 		"want.bin": p.want, "dispatch.json": append(meta, '\n')} {
-		if err := writeAtomic(filepath.Join(o.output, name), b); err != nil {
+		if err := atomicfile.Write(filepath.Join(o.output, name), b, 0o644); err != nil {
 			return err
 		}
 	}
