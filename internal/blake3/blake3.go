@@ -76,7 +76,7 @@ func (t *tree) push(cv [8]uint32, level int) {
 	t.chunks += 1 << level
 	for n := t.chunks >> level; n&1 == 0; n >>= 1 {
 		t.depth--
-		cv = parentCV(&t.stack[t.depth], &cv, 0)
+		cv = parentCV(&iv, &t.stack[t.depth], &cv, 0)
 	}
 	t.stack[t.depth] = cv
 	t.depth++
@@ -298,12 +298,12 @@ func chunkCV(key *[8]uint32, c *[chunkLen]byte, counter uint64, flags uint32) [8
 }
 
 // parentCV is the chaining value of the parent of left and right, not the
-// root.
-func parentCV(left, right *[8]uint32, flags uint32) [8]uint32 {
+// root, hashed from key.
+func parentCV(key, left, right *[8]uint32, flags uint32) [8]uint32 {
 	var m [16]uint32
 	copy(m[:8], left[:])
 	copy(m[8:], right[:])
-	return compress(&iv, &m, 0, blockLen, flags|parentFlag)
+	return compress(key, &m, 0, blockLen, flags|parentFlag)
 }
 
 var _ hash.Hash = (*hasher)(nil)

@@ -32,11 +32,8 @@ func hashChunksGo(key *[8]uint32, in *[batchLen]byte, counter uint64, flags uint
 // hashParentsGo is the reference of kernels.parents.
 func hashParentsGo(key *[8]uint32, in *[2 * batch][8]uint32, flags uint32, out *[batch][8]uint32) {
 	var res [batch][8]uint32
-	var m [16]uint32
 	for i := range batch {
-		copy(m[:8], in[2*i][:])
-		copy(m[8:], in[2*i+1][:])
-		res[i] = compress(key, &m, 0, blockLen, flags|parentFlag)
+		res[i] = parentCV(key, &in[2*i], &in[2*i+1], flags)
 	}
 	*out = res
 }

@@ -99,21 +99,6 @@ func compareKernels(t *testing.T, k *kernels, n int) {
 	}
 }
 
-// TestGoKernelsMatchScalar: the Go parent kernel against parentCV (a check
-// of the reference itself, lane by lane; the Go chunk kernel is chunkCV
-// lane by lane).
-func TestGoKernelsMatchScalar(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 10))
-	c := randKernelCase(rng, 3)
-	var out [batch][8]uint32
-	hashParentsGo(&iv, &c.cvs, 0, &out)
-	for i := range batch {
-		if want := parentCV(&c.cvs[2*i], &c.cvs[2*i+1], 0); out[i] != want {
-			t.Fatalf("parent %d: %x, parentCV %x", i, out[i], want)
-		}
-	}
-}
-
 // TestAsmKernels: the assembly kernels this CPU runs against the Go ones.
 func TestAsmKernels(t *testing.T) {
 	if asmKernels == nil {
