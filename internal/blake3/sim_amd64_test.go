@@ -4,7 +4,6 @@ package blake3
 
 import (
 	"errors"
-	"os"
 	"reflect"
 	"sync"
 	"testing"
@@ -13,8 +12,8 @@ import (
 	"github.com/xdna-go/xdna/internal/x86sim"
 )
 
-// simImage is this test binary opened by x86sim once, with the two
-// kernels' functions.
+// simImage is the two kernels' functions in this test binary, opened by
+// x86sim (x86sim.Self) once.
 var simImage struct {
 	once            sync.Once
 	err             error // the binary cannot be simulated here: a skip
@@ -29,12 +28,7 @@ var simImage struct {
 func simKernels(tb testing.TB) *kernels {
 	tb.Helper()
 	simImage.once.Do(func() {
-		exe, err := os.Executable()
-		if err != nil {
-			simImage.err = err
-			return
-		}
-		img, err := x86sim.Open(exe)
+		img, err := x86sim.Self()
 		if err != nil {
 			simImage.err = err
 			return

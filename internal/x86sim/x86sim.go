@@ -27,8 +27,10 @@ import (
 	"debug/gosym"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -58,6 +60,27 @@ type section struct {
 	addr     uint64
 	data     []byte
 	writable bool
+}
+
+// Self is Open of the running executable (a test binary that runs its own
+// assembly under the simulator), done once per process: every call returns
+// the same Image, or the same error.
+func Self() (*Image, error) {
+	self.once.Do(func() {
+		exe, err := os.Executable()
+		if err != nil {
+			self.err = err
+			return
+		}
+		self.img, self.err = Open(exe)
+	})
+	return self.img, self.err
+}
+
+var self struct {
+	once sync.Once
+	img  *Image
+	err  error
 }
 
 // Open reads the executable at path: its symbols and the bytes of its

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -20,40 +19,27 @@ import (
 	"github.com/xdna-go/xdna/planar"
 )
 
-// simImage is the test binary opened by x86sim, once per process, with
-// the functions disassembled so far.
-var simImage struct {
-	once  sync.Once
-	img   *x86sim.Image
-	err   error
+// simFuncs are the functions of this test binary (x86sim.Self)
+// disassembled so far.
+var simFuncs struct {
 	mu    sync.Mutex
 	funcs map[string]*x86sim.Func
 }
 
-func openSimImage() (*x86sim.Image, error) {
-	simImage.once.Do(func() {
-		exe, err := os.Executable()
-		if err != nil {
-			simImage.err = err
-			return
-		}
-		simImage.img, simImage.err = x86sim.Open(exe)
-		simImage.funcs = map[string]*x86sim.Func{}
-	})
-	return simImage.img, simImage.err
-}
-
 func simFunc(img *x86sim.Image, sym string) (*x86sim.Func, error) {
-	simImage.mu.Lock()
-	defer simImage.mu.Unlock()
-	if f := simImage.funcs[sym]; f != nil {
+	simFuncs.mu.Lock()
+	defer simFuncs.mu.Unlock()
+	if f := simFuncs.funcs[sym]; f != nil {
 		return f, nil
 	}
 	f, err := img.Func(sym)
 	if err != nil {
 		return nil, err
 	}
-	simImage.funcs[sym] = f
+	if simFuncs.funcs == nil {
+		simFuncs.funcs = map[string]*x86sim.Func{}
+	}
+	simFuncs.funcs[sym] = f
 	return f, nil
 }
 
@@ -67,7 +53,7 @@ func simFunc(img *x86sim.Image, sym string) (*x86sim.Func, error) {
 // and leaves its outputs as they were, so the comparison fails too.
 func simSet(tb testing.TB, name, suffix string, base *kernels) *kernels {
 	tb.Helper()
-	img, err := openSimImage()
+	img, err := x86sim.Self()
 	if errors.Is(err, x86sim.ErrNoObjdump) {
 		tb.Skipf("x86sim: %v: the simulated kernel set %q is not tested", err, name)
 	}
